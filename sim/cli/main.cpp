@@ -10,9 +10,11 @@
 #include <vector>
 
 #include "sim/cli/bench.hpp"
+#include "sim/cli/simgrid_bench.hpp"
 #include "sim/core/dtype.hpp"
 #include "sim/core/errors.hpp"
 #include "sim/core/model_spec.hpp"
+#include "sim/report/network_report.hpp"
 #include "sim/report/report.hpp"
 #include "sim/report/trace.hpp"
 #include "sim/scenario/evaluate.hpp"
@@ -21,6 +23,7 @@
 #include "sim/search/plan_search.hpp"
 #include "validate/calibration.hpp"
 #include "topology/cluster_presets.hpp"
+#include "topology/link_topology.hpp"
 
 namespace po = boost::program_options;
 using namespace shardsim;
@@ -42,6 +45,7 @@ const char* kUsage =
     "  calibrate RESULTS.yaml  fit model parameters to hardware measurements\n"
     "  models              list the built-in model presets\n"
     "  clusters            list the built-in clusters\n"
+    "  topology NAME       a built-in machine link by link (--export platform.xml for SimGrid, --dot for Graphviz)\n"
     "  bench               print the analytical engine's speed figures\n"
     "\n"
     "`shardsim <command> --help` describes each command's options.\n";
@@ -76,12 +80,22 @@ std::optional<po::variables_map> parse_command(const std::vector<std::string>& a
   return vm;
 }
 
+// The SimGrid engine's network section (stdout, deterministic) and the simulation's cost (stderr).
+void print_network(const scenario::Scenario& s, const scenario::Evaluation& ev) {
+  scenario::Scenario analytical = s;
+  analytical.engine = "analytical";
+  std::cout << report::render_network(s, ev, scenario::evaluate(analytical), false);
+  std::cerr << fmt::format("simgrid engine: {:.2f} s wall, {:.0f} MB peak, {} flows\n", ev.run.network.wall_s,
+                           ev.run.network.peak_rss_mb, ev.run.network.flows);
+}
+
 int cmd_run(const std::vector<std::string>& args) {
   po::options_description opts("shardsim run SCENARIO.yaml [options]\n\nEvaluates one scenario (or every variant of its "
                                "sweep) and prints a report.\n\noptions");
   opts.add_options()("help,h", "show this help")("scenario", po::value<std::string>(), "scenario YAML file")(
       "json", po::value<std::string>(), "also write the results as JSON to this file")(
-      "engine", po::value<std::string>(), "engine to use: analytical (default: the scenario's engine key)")(
+      "engine", po::value<std::string>(), "engine to use: analytical or simgrid (default: the scenario's engine key)")(
+      "topology", po::value<std::string>(), "simgrid engine platform: auto (link by link for built-in machines), links, levels, ideal")(
       "details", "for a sweep, print the full report of every variant")(
       "deepspeed", po::value<std::string>(), "take the ZeRO part of the plan from this DeepSpeed config (ds_config.json)")(
       "calibration", po::value<std::string>(), "use the fitted device numbers of this calibration file (shardsim calibrate)")(
@@ -91,9 +105,11 @@ int cmd_run(const std::vector<std::string>& args) {
   if (!parsed) return kOk;
   const auto& vm = *parsed;
   if (!vm.count("scenario")) throw UsageError("missing the scenario file (shardsim run SCENARIO.yaml)");
-  if (vm.count("engine") && vm["engine"].as<std::string>() != "analytical") {
-    throw UsageError(fmt::format("unknown engine '{}'; available: analytical", vm["engine"].as<std::string>()));
+  if (vm.count("engine") && vm["engine"].as<std::string>() != "analytical" && vm["engine"].as<std::string>() != "simgrid") {
+    throw UsageError(fmt::format("unknown engine '{}'; available: analytical, simgrid", vm["engine"].as<std::string>()));
   }
+  engine::EngineOptions engine_options;
+  if (vm.count("topology")) engine_options.topology = topology::parse_topology_kind(vm["topology"].as<std::string>(), "--topology");
   std::vector<scenario::PlanOverride> overrides;
   if (vm.count("deepspeed")) {
     const auto ds = scenario::load_deepspeed_config(vm["deepspeed"].as<std::string>());
@@ -115,7 +131,7 @@ int cmd_run(const std::vector<std::string>& args) {
   evals.reserve(scenarios.size());
   for (auto& s : scenarios) {
     if (vm.count("engine")) s.engine = vm["engine"].as<std::string>();
-    evals.push_back(scenario::evaluate(s));
+    evals.push_back(scenario::evaluate(s, engine_options));
   }
   // Everything computed: now write outputs (JSON first, atomically, so a failure leaves nothing behind).
   if (vm.count("json")) {
@@ -132,12 +148,37 @@ int cmd_run(const std::vector<std::string>& args) {
   if (vm.count("memory-csv")) report::write_file_atomic(vm["memory-csv"].as<std::string>(), report::memory_csv(evals[0]));
   if (scenarios.size() == 1) {
     std::cout << report::render_table(scenarios[0], evals[0]);
+    if (scenarios[0].engine == "simgrid") print_network(scenarios[0], evals[0]);
   } else {
     std::cout << report::render_sweep(scenarios, evals);
     if (vm.count("details")) {
       for (std::size_t i = 0; i < scenarios.size(); ++i) std::cout << "\n" << report::render_table(scenarios[i], evals[i]);
     }
   }
+  return kOk;
+}
+
+int cmd_topology(const std::vector<std::string>& args) {
+  po::options_description opts("shardsim topology NAME [options]\n\nShows a built-in machine link by link (every link with "
+                               "its source or [guess]); writes it as a SimGrid platform or one node as Graphviz.\n\noptions");
+  opts.add_options()("help,h", "show this help")("name", po::value<std::string>(), "frontier, lassen or dgx-h100")(
+      "nodes", po::value<int>()->default_value(1), "nodes in the job")(
+      "kind", po::value<std::string>()->default_value("links"), "links (link by link), levels or ideal (from the network levels)")(
+      "export", po::value<std::string>(), "write the SimGrid platform XML here")(
+      "dot", po::value<std::string>(), "write one node as Graphviz here");
+  const auto parsed = parse_command(args, opts, "name");
+  if (!parsed) return kOk;
+  const auto& vm = *parsed;
+  if (!vm.count("name")) throw UsageError("missing the machine (shardsim topology NAME)");
+  const auto* preset = topology::find_cluster_preset(vm["name"].as<std::string>());
+  if (!preset) throw UsageError(fmt::format("unknown cluster '{}'", vm["name"].as<std::string>()));
+  core::ClusterSpec c = *preset;
+  c.nodes = vm["nodes"].as<int>();
+  const auto topo = topology::LinkTopology::build(c, topology::parse_topology_kind(vm["kind"].as<std::string>(), "--kind"));
+  topo.validate();
+  if (vm.count("export")) report::write_file_atomic(vm["export"].as<std::string>(), topo.to_simgrid_xml());
+  if (vm.count("dot")) report::write_file_atomic(vm["dot"].as<std::string>(), topo.node_to_dot());
+  std::cout << topo.describe();
   return kOk;
 }
 
@@ -252,10 +293,16 @@ int cmd_clusters(const std::vector<std::string>& args) {
 int cmd_bench(const std::vector<std::string>& args) {
   po::options_description opts("shardsim bench [options]\n\nPrints the analytical engine's speed figures.\n\noptions");
   opts.add_options()("help,h", "show this help")("seconds", po::value<double>()->default_value(2.0),
-                                                 "time to spend on each figure");
+                                                 "time to spend on each figure")(
+      "simgrid", "print the SimGrid engine's scale curve instead (GPT-20B ZeRO-3 on Frontier, 8 GCDs up)")(
+      "max-gcds", po::value<int>()->default_value(3072), "largest job of the SimGrid scale curve (up to 8192)");
   const auto parsed = parse_command(args, opts);
   if (!parsed) return kOk;
   const auto& vm = *parsed;
+  if (vm.count("simgrid")) {
+    cli::run_simgrid_benchmarks(std::cout, vm["max-gcds"].as<int>());
+    return kOk;
+  }
   cli::run_benchmarks(std::cout, vm["seconds"].as<double>());
   return kOk;
 }
@@ -276,6 +323,7 @@ int main(int argc, char** argv) {
     if (cmd == "calibrate") return cmd_calibrate(rest);
     if (cmd == "models") return cmd_models(rest);
     if (cmd == "clusters") return cmd_clusters(rest);
+    if (cmd == "topology") return cmd_topology(rest);
     if (cmd == "bench") return cmd_bench(rest);
     throw UsageError(fmt::format("unknown command '{}'", cmd));
   } catch (const UsageError& e) {

@@ -79,7 +79,32 @@ void AnalyticalEngine::run(const TaskGraph& g, const EngineOptions& options, Run
     free_at = ready + dur;
     finish = std::max(finish, ready + dur);
   }
+  finish_run(g, options, finish, out);
+}
 
+void AnalyticalEngine::summarise(const TaskGraph& g, const std::vector<TaskTiming>& timings,
+                                 const EngineOptions& options, RunResult& out) {
+  SHARDSIM_ASSERT(timings.size() == g.size(), "one timing per task");
+  const auto& tasks = g.tasks();
+  timing_ = timings;
+  level_bytes_.resize(tasks.size());
+  bottleneck_.resize(tasks.size());
+  double finish = 0.0;
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    level_bytes_[i] = {};
+    bottleneck_[i] = -1;
+    if (tasks[i].kind == TaskKind::kCollective) {
+      const CollectiveEstimate e = collective(g, tasks[i]);
+      level_bytes_[i] = e.bytes_by_level;
+      bottleneck_[i] = static_cast<std::int8_t>(e.bottleneck_level);
+    }
+    finish = std::max(finish, timing_[i].end_s);
+  }
+  finish_run(g, options, finish, out);
+}
+
+void AnalyticalEngine::finish_run(const TaskGraph& g, const EngineOptions& options, double finish, RunResult& out) {
+  const std::size_t roles = std::max<std::size_t>(1, g.roles().size());
   out.iteration_time = core::Seconds(finish);
   out.roles.resize(roles);
   out.memory.resize(options.memory_timeline ? roles : 0);

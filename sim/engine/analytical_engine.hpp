@@ -10,12 +10,14 @@
 #include "sim/engine/collective_cost.hpp"
 #include "sim/engine/run_result.hpp"
 #include "sim/graph/task_graph.hpp"
+#include "topology/link_topology.hpp"
 
 namespace shardsim::engine {
 
 struct EngineOptions {
   bool keep_timings = true;     ///< fill RunResult::timings
   bool memory_timeline = true;  ///< replay memory events for the peak and the per-role timeline
+  topology::TopologyKind topology = topology::TopologyKind::kAuto;  ///< the SimGrid engine's platform
 };
 
 class AnalyticalEngine {
@@ -32,8 +34,13 @@ class AnalyticalEngine {
   void run(const graph::TaskGraph& g, const EngineOptions& options, RunResult& out);
   /** @brief Convenience wrapper returning a fresh result. */
   RunResult run(const graph::TaskGraph& g, const EngineOptions& options = {});
+  /** @brief Fills `out` from per-task timings measured by another engine (the SimGrid engine): the same
+   *  breakdown, bytes per level and memory replay as run(). Precondition: timings.size() == g.size(). */
+  void summarise(const graph::TaskGraph& g, const std::vector<TaskTiming>& timings, const EngineOptions& options,
+                 RunResult& out);
 
  private:
+  void finish_run(const graph::TaskGraph& g, const EngineOptions& options, double finish, RunResult& out);
   void analyse_role(const graph::TaskGraph& g, std::uint16_t role, RoleBreakdown& out);
   void replay_memory(const graph::TaskGraph& g, std::uint16_t role, RoleBreakdown& out,
                      std::vector<MemorySample>& samples);

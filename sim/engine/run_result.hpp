@@ -3,6 +3,7 @@
 // (compute by phase, communication by purpose, how much communication was hidden behind compute), bytes sent
 // per network level, and the memory timeline's peak when it was tracked.
 #include <array>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -44,11 +45,31 @@ struct MemorySample {
   double bytes = 0.0;  ///< resident bytes after the events at time_s
 };
 
+/** @brief A link of the SimGrid engine's platform and how busy one iteration kept it (one direction). */
+struct LinkLoad {
+  std::string name;           ///< e.g. "n0.gcd1->hsn0"
+  double bytes = 0.0;         ///< bytes moved over it in one iteration
+  double bandwidth_Bps = 0.0;
+  double utilisation = 0.0;   ///< bytes / (bandwidth x iteration time)
+};
+
+/** @brief What the SimGrid engine adds to a run (empty for the analytical engine). */
+struct NetworkReport {
+  std::string topology;                  ///< the platform simulated
+  std::uint64_t flows = 0;               ///< transfers simulated
+  std::uint64_t live_collectives = 0;    ///< collectives simulated as transfers
+  std::uint64_t cached_collectives = 0;  ///< identical collectives replayed from an isolated run
+  double wall_s = 0.0;                   ///< wall time of the simulation
+  double peak_rss_mb = 0.0;              ///< peak resident memory of the simulation process
+  std::vector<LinkLoad> busiest;         ///< highest utilisation first
+};
+
 struct RunResult {
   core::Seconds iteration_time;
   std::vector<RoleBreakdown> roles;
   std::vector<TaskTiming> timings;               ///< per task, index = TaskId
   std::vector<std::vector<MemorySample>> memory;  ///< per role, when tracked
+  NetworkReport network;                         ///< SimGrid engine only
 };
 
 }  // namespace shardsim::engine

@@ -1,0 +1,194 @@
+#include "sim/engine/simgrid_adapter.hpp"
+
+#include <cmath>
+#include <mutex>
+
+#include "sim/core/errors.hpp"
+
+#ifdef SHARDSIM_HAVE_SIMGRID
+#include <simgrid/kernel/routing/NetPoint.hpp>
+#include <simgrid/kernel/routing/NetZoneImpl.hpp>
+#include <simgrid/s4u.hpp>
+#endif
+
+namespace shardsim::engine {
+
+#ifdef SHARDSIM_HAVE_SIMGRID
+
+namespace sg = simgrid::s4u;
+namespace sgr = simgrid::kernel::routing;
+
+namespace {
+
+// A netzone whose routes come from shardsim's router, computed when a transfer starts: no route table, so
+// the platform costs memory linear in its links and hosts.
+class RouterZone : public sgr::NetZoneImpl {
+ public:
+  RouterZone(const std::string& name, const topology::LinkTopology& topology)
+      : sgr::NetZoneImpl(name), topology_(topology) {}
+
+  void get_local_route(const sgr::NetPoint* src, const sgr::NetPoint* dst, sgr::Route* into, double* latency) override {
+    const int a = vertex_of(src);
+    const int b = vertex_of(dst);
+    SHARDSIM_ASSERT(a >= 0 && b >= 0, "a route to a host outside the topology");
+    topology_.route(a, b, hops_);
+    for (const topology::Hop& h : hops_) {
+      const auto i = static_cast<std::size_t>(h.link);
+      into->link_list_.push_back(h.forward ? up_[i] : down_[i]);
+      if (latency) *latency += topology_.link_latency_s(h.link);
+    }
+  }
+
+  void map(const sgr::NetPoint* p, int vertex) {
+    const auto id = static_cast<std::size_t>(p->id());
+    if (vertex_by_id_.size() <= id) vertex_by_id_.resize(id + 1, -1);
+    vertex_by_id_[id] = vertex;
+  }
+  void add_link(simgrid::kernel::resource::StandardLinkImpl* up, simgrid::kernel::resource::StandardLinkImpl* down) {
+    up_.push_back(up);
+    down_.push_back(down);
+  }
+
+ private:
+  [[nodiscard]] int vertex_of(const sgr::NetPoint* p) const {
+    const auto id = static_cast<std::size_t>(p->id());
+    return id < vertex_by_id_.size() ? vertex_by_id_[id] : -1;
+  }
+
+  const topology::LinkTopology& topology_;
+  std::vector<int> vertex_by_id_;
+  std::vector<simgrid::kernel::resource::StandardLinkImpl*> up_;
+  std::vector<simgrid::kernel::resource::StandardLinkImpl*> down_;
+  std::vector<topology::Hop> hops_;
+};
+
+}  // namespace
+
+struct NetSim::Impl {
+  std::vector<std::string> arg_text;
+  std::vector<char*> argv;
+  int argc = 0;
+  std::unique_ptr<sg::Engine> engine;
+  RouterZone* zone = nullptr;
+  std::vector<sg::Host*> hosts;  // per topology vertex; nullptr for NICs and switches
+  sg::Host* clock = nullptr;     // where actors live (they only sleep and start transfers)
+  sg::MutexPtr mutex;
+  sg::ConditionVariablePtr cv;
+
+  void ensure_sync() {
+    if (!mutex) {
+      mutex = sg::Mutex::create();
+      cv = sg::ConditionVariable::create();
+    }
+  }
+};
+
+NetSim::NetSim(const topology::LinkTopology& topology) : impl_(std::make_unique<Impl>()) {
+  auto& m = *impl_;
+  m.arg_text = {"shardsim",
+                "--log=root.thres:critical",
+                "--cfg=network/model:CM02",
+                "--cfg=network/crosstraffic:0",
+                "--cfg=network/weight-S:0",
+                "--cfg=network/TCP-gamma:1e18",
+                "--cfg=network/latency-factor:1.0",
+                "--cfg=network/bandwidth-factor:1.0"};
+  for (auto& a : m.arg_text) m.argv.push_back(a.data());
+  m.argv.push_back(nullptr);
+  m.argc = static_cast<int>(m.arg_text.size());
+  m.engine = std::make_unique<sg::Engine>(&m.argc, m.argv.data());
+
+  m.zone = new RouterZone(topology.name(), topology);  // owned by SimGrid: the root netzone
+  sg::NetZone* z = m.zone->get_iface();
+  const std::size_t nv = topology.vertex_count();
+  m.hosts.assign(nv, nullptr);
+  for (std::size_t v = 0; v < nv; ++v) {
+    const topology::Vertex x = topology.vertex(static_cast<int>(v));
+    if (x.kind != topology::VertexKind::kDevice && x.kind != topology::VertexKind::kHost) continue;
+    sg::Host* h = z->create_host(x.name, 1e9);
+    h->seal();
+    m.zone->map(h->get_netpoint(), static_cast<int>(v));
+    m.hosts[v] = h;
+  }
+  m.clock = z->create_host("shardsim.clock", 1e9);
+  m.clock->seal();
+  const std::size_t nl = topology.link_count();
+  for (std::size_t l = 0; l < nl; ++l) {
+    const topology::Link k = topology.link(static_cast<int>(l));
+    sg::SplitDuplexLink* link = z->create_split_duplex_link(k.name, k.bandwidth.value());
+    link->set_latency(k.latency.value());
+    link->seal();
+    m.zone->add_link(link->get_link_up()->get_impl(), link->get_link_down()->get_impl());
+  }
+  z->seal();
+}
+
+NetSim::~NetSim() = default;
+
+void NetSim::spawn(const std::string& name, std::function<void()> body) {
+  sg::Actor::create(name, impl_->clock, std::move(body));
+}
+
+void NetSim::run() { impl_->engine->run(); }
+
+double NetSim::now() { return sg::Engine::get_clock(); }
+
+void NetSim::sleep_for(double seconds) {
+  if (seconds > 0.0) sg::this_actor::sleep_for(seconds);
+}
+
+void NetSim::transfer(const std::vector<NetFlow>& flows) {
+  std::vector<sg::CommPtr> comms;
+  comms.reserve(flows.size());
+  for (const NetFlow& f : flows) {
+    if (!(f.bytes > 0.0)) continue;
+    sg::Host* a = impl_->hosts[static_cast<std::size_t>(f.src_vertex)];
+    sg::Host* b = impl_->hosts[static_cast<std::size_t>(f.dst_vertex)];
+    SHARDSIM_ASSERT(a && b, "transfers run between devices and CPUs");
+    comms.push_back(sg::Comm::sendto_async(a, b, static_cast<std::uint64_t>(std::ceil(f.bytes))));
+  }
+  flows_ += comms.size();
+  sg::Comm::wait_all(comms);
+}
+
+void NetSim::wait() {
+  impl_->ensure_sync();
+  std::unique_lock<sg::Mutex> lock(*impl_->mutex);
+  impl_->cv->wait(lock);
+}
+
+bool NetSim::wait_until(double deadline) {
+  impl_->ensure_sync();
+  std::unique_lock<sg::Mutex> lock(*impl_->mutex);
+  return impl_->cv->wait_until(lock, deadline) == std::cv_status::timeout;
+}
+
+void NetSim::notify_all() {
+  impl_->ensure_sync();
+  impl_->cv->notify_all();
+}
+
+bool simgrid_available() { return true; }
+
+#else  // no SimGrid in this build
+
+struct NetSim::Impl {};
+
+NetSim::NetSim(const topology::LinkTopology&) {
+  throw core::ConfigError(core::SourceLocation{"<engine>", 0, 0}, "engine",
+                          "analytical: this shardsim was built without SimGrid (install libsimgrid-dev and rebuild)");
+}
+NetSim::~NetSim() = default;
+void NetSim::spawn(const std::string&, std::function<void()>) {}
+void NetSim::run() {}
+double NetSim::now() { return 0.0; }
+void NetSim::sleep_for(double) {}
+void NetSim::transfer(const std::vector<NetFlow>&) {}
+void NetSim::wait() {}
+bool NetSim::wait_until(double) { return true; }
+void NetSim::notify_all() {}
+bool simgrid_available() { return false; }
+
+#endif
+
+}  // namespace shardsim::engine

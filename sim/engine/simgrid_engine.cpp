@@ -1,0 +1,650 @@
+#include "sim/engine/simgrid_engine.hpp"
+
+#include <fmt/format.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <iostream>
+#include <limits>
+#include <map>
+
+#include "sim/core/errors.hpp"
+#include "sim/engine/simgrid_adapter.hpp"
+
+namespace shardsim::engine {
+namespace {
+
+using graph::CollectiveOp;
+using graph::Task;
+using graph::TaskGraph;
+using graph::TaskId;
+using graph::TaskKind;
+
+constexpr std::size_t kStreams = static_cast<std::size_t>(graph::Stream::kCount);
+// NCCL's tuning model runs trees at 0.9x the ring's bus bandwidth (as collective_cost.cpp prices them).
+constexpr double kTreeBandwidthFactor = 0.9;
+// Groups spanning fewer nodes are simulated with every node's internal traffic.
+constexpr int kMinNodesForSymmetry = 32;
+
+// ------------------------------------------------------------------------------------------- placement
+
+// Where the members of one group sit: the group of rank `base`'s role, and every copy of it that shares its
+// top-level domain (copies elsewhere are identical and disjoint).
+struct GroupGeometry {
+  int n = 1;
+  int top = -1;
+  std::vector<int> within;  // members inside one domain of each level
+  std::vector<int> radix;   // sub-domains spanned per level
+  std::vector<std::vector<int>> copies;  // member index -> rank, per simulated copy
+
+  [[nodiscard]] int w(int l) const { return l < 0 ? 1 : within[static_cast<std::size_t>(l)]; }
+  [[nodiscard]] int r(int l) const { return radix[static_cast<std::size_t>(l)]; }
+  /** Member that member p sends to at level l: the same position in the next sub-domain (cyclic: the last
+   *  wraps to the first; else -1 for the last). */
+  [[nodiscard]] int next(int p, int l, bool cyclic) const {
+    const int k = r(l);
+    if (k < 2) return -1;
+    const int d = (p / w(l - 1)) % k;
+    if (d < k - 1) return p + w(l - 1);
+    return cyclic ? p - (k - 1) * w(l - 1) : -1;
+  }
+};
+
+GroupGeometry place_group(const core::ClusterSpec& c, const graph::GroupShape& shape, int base, int block) {
+  GroupGeometry geo;
+  geo.n = shape.size;
+  geo.top = shape.top_level();
+  const int levels = shape.levels;
+  geo.within.resize(static_cast<std::size_t>(levels));
+  geo.radix.resize(static_cast<std::size_t>(levels));
+  std::vector<int> dom(static_cast<std::size_t>(levels));
+  std::vector<int> spacing(static_cast<std::size_t>(levels));
+  for (int l = 0; l < levels; ++l) {
+    const auto li = static_cast<std::size_t>(l);
+    geo.within[li] = shape.within(l);
+    geo.radix[li] = l == 0 ? shape.within(0) : std::max(1, shape.within(l) / shape.within(l - 1));
+    dom[li] = std::min(c.domain_ranks(l), block);
+    const int sub = l == 0 ? dom[0] : std::max(1, dom[li] / dom[li - 1]);
+    spacing[li] = std::max(1, sub / std::max(1, geo.radix[li]));
+  }
+  if (geo.n <= 1 || geo.top < 0) return geo;
+  int copies = 1;
+  for (int l = 0; l <= geo.top; ++l) copies *= spacing[static_cast<std::size_t>(l)];
+  copies = std::max(1, std::min(copies, dom[static_cast<std::size_t>(geo.top)] / geo.n));
+  bool ok = true;
+  for (int cp = 0; cp < copies && ok; ++cp) {
+    std::vector<int> ranks(static_cast<std::size_t>(geo.n));
+    for (int p = 0; p < geo.n; ++p) {
+      int rank = base;
+      int rest = p;
+      int copy_rest = cp;
+      for (int l = 0; l < levels; ++l) {
+        const auto li = static_cast<std::size_t>(l);
+        const int d = rest % geo.radix[li];
+        rest /= geo.radix[li];
+        int o = 0;
+        if (l <= geo.top) {
+          o = copy_rest % spacing[li];
+          copy_rest /= spacing[li];
+        }
+        const int unit = l == 0 ? 1 : dom[li - 1];
+        rank += (d * spacing[li] + o) * unit;
+      }
+      if (rank < base || rank >= base + block) ok = false;
+      ranks[static_cast<std::size_t>(p)] = rank;
+    }
+    geo.copies.push_back(std::move(ranks));
+  }
+  if (!ok) {  // a shape the strided layout does not produce: fall back to consecutive ranks
+    geo.copies.assign(1, std::vector<int>(static_cast<std::size_t>(geo.n)));
+    for (int p = 0; p < geo.n; ++p) geo.copies[0][static_cast<std::size_t>(p)] = base + p;
+  }
+  return geo;
+}
+
+// ------------------------------------------------------------------------------------------- plans
+
+struct Phase {
+  double pre_delay_s = 0.0;  // latency of the steps beyond the first, and codec kernels
+  std::vector<NetFlow> flows;
+};
+
+struct CommPlan {
+  std::vector<Phase> phases;
+  std::vector<std::pair<int, double>> link_bytes;  // (2 * link + reverse, bytes)
+};
+
+struct PlanKey {
+  int kind = 0;
+  int role = 0;
+  int group = 0;
+  int op = 0;
+  int purpose = 0;
+  int stream = 0;
+  double bytes = 0.0;
+  auto operator<=>(const PlanKey&) const = default;
+};
+
+class Planner {
+ public:
+  Planner(const core::ClusterSpec& c, const topology::LinkTopology& topo, core::CollectiveAlgorithm algorithm,
+          const TaskGraph& g)
+      : c_(c), topo_(topo), algorithm_(algorithm), g_(g), scratch_(2 * topo.link_count(), 0.0) {
+    roles_ = std::max<int>(1, static_cast<int>(g.roles().size()));
+    const int total = c.total_devices();
+    block_ = total % roles_ == 0 ? total / roles_ : total;
+  }
+
+  CommPlan plan(const Task& t) {
+    CommPlan p;
+    const int base = roles_ > 1 && block_ < c_.total_devices() ? t.role * block_ : 0;
+    if (t.kind == TaskKind::kCopy) {
+      plan_copy(t, base, p);
+    } else {
+      plan_collective(t, base, p);
+    }
+    account(p);
+    return p;
+  }
+
+ private:
+  int dev(int rank) const { return topo_.device_vertex(rank); }
+
+  void plan_copy(const Task& t, int base, CommPlan& p) {
+    // Every device of the node copies at once (each rank of the role does the same).
+    const int dpn = c_.devices_per_node;
+    const int first = (base / dpn) * dpn;
+    Phase ph;
+    for (int i = 0; i < dpn; ++i) {
+      const int d = dev(first + i);
+      const int h = topo_.host_vertex(first + i);
+      if (t.stream == graph::Stream::kHostToDevice) {
+        ph.flows.push_back(NetFlow{h, d, t.bytes});
+      } else {
+        ph.flows.push_back(NetFlow{d, h, t.bytes});
+      }
+    }
+    p.phases.push_back(std::move(ph));
+  }
+
+  double max_latency(const std::vector<NetFlow>& flows) {
+    double m = 0.0;
+    for (const NetFlow& f : flows) {
+      topo_.route(f.src_vertex, f.dst_vertex, hops_);
+      m = std::max(m, topo_.route_latency_s(hops_));
+    }
+    return m;
+  }
+
+  void plan_collective(const Task& t, int base, CommPlan& p) {
+    const graph::GroupShape& shape = g_.groups()[t.group].shape;
+    const graph::CodecCost& codec = g_.codecs[static_cast<std::size_t>(t.purpose)];
+    const int n = shape.size;
+    if (n <= 1) return;
+    const double wire = codec.on() ? t.bytes / codec.ratio : t.bytes;
+    double codec_s = 0.0;
+    if (codec.on()) {
+      const CodecVolume v = codec_volume(t.op, n, t.bytes);
+      codec_s = v.compressed * codec.compress_s_per_byte + v.decompressed * codec.decompress_s_per_byte;
+    }
+    const CollectiveEstimate est = estimate_collective(c_, shape, t.op, core::Bytes(wire), algorithm_);
+    const GroupGeometry geo = place_group(c_, shape, base, block_);
+    const double nn = n;
+
+    if (t.op == CollectiveOp::kSendRecv) {
+      Phase ph;
+      ph.pre_delay_s = codec_s;
+      if (roles_ > 1 && block_ < c_.total_devices()) {
+        // Every rank of the stage sends to its peer in the next stage; those on the first node share its links.
+        const int peers = std::min(block_, c_.devices_per_node);
+        for (int i = 0; i < peers; ++i) {
+          ph.flows.push_back(NetFlow{dev(base + i), dev((base + block_ + i) % c_.total_devices()), wire});
+        }
+      } else {
+        for (const auto& ranks : geo.copies) {
+          const int q = geo.w(geo.top - 1);
+          ph.flows.push_back(NetFlow{dev(ranks[0]), dev(ranks[static_cast<std::size_t>(q)]), wire});
+        }
+      }
+      p.phases.push_back(std::move(ph));
+      return;
+    }
+
+    const std::vector<char> keep = representative_nodes(geo);
+    auto level_flows = [&](int l, double bytes, bool cyclic, std::vector<NetFlow>& out) {
+      if (geo.r(l) < 2 || bytes <= 0.0) return;
+      const bool intra = c_.domain_ranks(l) <= c_.devices_per_node;
+      for (const auto& ranks : geo.copies) {
+        for (int m = 0; m < n; ++m) {
+          const int q = geo.next(m, l, cyclic);
+          if (q < 0) continue;
+          if (intra && !keep.empty() && !keep[static_cast<std::size_t>(ranks[static_cast<std::size_t>(m)] / c_.devices_per_node)]) {
+            continue;
+          }
+          out.push_back(NetFlow{dev(ranks[static_cast<std::size_t>(m)]), dev(ranks[static_cast<std::size_t>(q)]), bytes});
+        }
+      }
+    };
+
+    if (t.op == CollectiveOp::kAllToAll) {
+      Phase ph;
+      for (int l = 0; l <= geo.top; ++l) {
+        level_flows(l, wire * (geo.w(l) - geo.w(l - 1)) / nn, true, ph.flows);
+      }
+      ph.pre_delay_s = codec_s + std::max(0.0, nn - 2.0) * max_latency(ph.flows);
+      p.phases.push_back(std::move(ph));
+      return;
+    }
+
+    const bool all_reduce = t.op == CollectiveOp::kAllReduce;
+    if (est.algorithm == core::CollectiveAlgorithm::kHierarchical) {
+      bool first = true;
+      for (int l = 0; l <= geo.top; ++l) {
+        if (geo.r(l) < 2) continue;
+        Phase ph;
+        level_flows(l, est.bytes_by_level[static_cast<std::size_t>(l)], true, ph.flows);
+        const double k = geo.r(l);
+        const double steps = all_reduce ? 2.0 * (k - 1.0) : k - 1.0;
+        ph.pre_delay_s = (first ? codec_s : 0.0) + std::max(0.0, steps - 1.0) * max_latency(ph.flows);
+        first = false;
+        p.phases.push_back(std::move(ph));
+      }
+      return;
+    }
+    // Ring, or a tree (all-reduce only) carried over the same channels at the tree's bandwidth and latency.
+    const bool tree = all_reduce && est.algorithm == core::CollectiveAlgorithm::kTree;
+    const double per_edge = all_reduce ? 2.0 * (nn - 1.0) / nn * wire : (nn - 1.0) / nn * wire;
+    const double steps = tree ? 2.0 * std::ceil(std::log2(nn)) : (all_reduce ? 2.0 * (nn - 1.0) : nn - 1.0);
+    Phase ph;
+    for (int l = 0; l <= geo.top; ++l) {
+      const double bytes = tree ? 2.0 * wire / (kTreeBandwidthFactor * geo.w(l - 1)) : per_edge / geo.w(l - 1);
+      level_flows(l, bytes, l == geo.top, ph.flows);
+    }
+    ph.pre_delay_s = codec_s + std::max(0.0, steps - 1.0) * max_latency(ph.flows);
+    p.phases.push_back(std::move(ph));
+  }
+
+  // Symmetry: in a group spanning many nodes, the traffic inside each node is the same everywhere. Nodes whose
+  // path to the next node is the common (shortest) one are represented by the first of them, with their own
+  // traffic inside the node; nodes whose path is longer (a switch or group boundary) keep theirs too, so the
+  // slowest node is simulated in full. Empty: keep every node.
+  std::vector<char> representative_nodes(const GroupGeometry& geo) {
+    const int dpn = c_.devices_per_node;
+    if (geo.copies.empty() || geo.n / std::max(1, geo.w(geo.top - 1)) < kMinNodesForSymmetry ||
+        c_.domain_ranks(geo.top) <= dpn) {
+      return {};
+    }
+    std::vector<char> keep(static_cast<std::size_t>(c_.nodes), 0);
+    std::vector<std::pair<int, int>> hops_of;  // (node, hops to the next node's member)
+    int fewest = std::numeric_limits<int>::max();
+    const auto& ranks = geo.copies[0];
+    const int step = geo.w(geo.top - 1);
+    for (int m = 0; m < geo.n; m += step) {
+      const int a = ranks[static_cast<std::size_t>(m)];
+      const int b = ranks[static_cast<std::size_t>((m + step) % geo.n)];
+      topo_.route(dev(a), dev(b), hops_);
+      const int h = static_cast<int>(hops_.size());
+      hops_of.emplace_back(a / dpn, h);
+      fewest = std::min(fewest, h);
+    }
+    keep[static_cast<std::size_t>(hops_of.front().first)] = 1;
+    for (const auto& [node, h] : hops_of) {
+      if (h > fewest) keep[static_cast<std::size_t>(node)] = 1;
+    }
+    return keep;
+  }
+
+  // Bytes per link direction of a plan (for the utilisation summary), computed once per distinct plan.
+  void account(CommPlan& p) {
+    touched_.clear();
+    for (const Phase& ph : p.phases) {
+      for (const NetFlow& f : ph.flows) {
+        topo_.route(f.src_vertex, f.dst_vertex, hops_);
+        for (const topology::Hop& h : hops_) {
+          const auto k = static_cast<std::size_t>(2 * h.link + (h.forward ? 0 : 1));
+          if (scratch_[k] == 0.0) touched_.push_back(static_cast<int>(k));
+          scratch_[k] += f.bytes;
+        }
+      }
+    }
+    std::sort(touched_.begin(), touched_.end());
+    for (int k : touched_) {
+      p.link_bytes.emplace_back(k, scratch_[static_cast<std::size_t>(k)]);
+      scratch_[static_cast<std::size_t>(k)] = 0.0;
+    }
+  }
+
+  const core::ClusterSpec& c_;
+  const topology::LinkTopology& topo_;
+  core::CollectiveAlgorithm algorithm_;
+  const TaskGraph& g_;
+  int roles_ = 1;
+  int block_ = 1;
+  std::vector<double> scratch_;
+  std::vector<int> touched_;
+  std::vector<topology::Hop> hops_;
+};
+
+// ------------------------------------------------------------------------------------------- simulation
+
+struct Running {
+  bool cached = false;
+  bool overlapped = false;
+  bool convert = false;
+};
+
+struct SimOutput {
+  std::vector<TaskTiming> timings;
+  NetworkReport report;
+  std::vector<double> link_bytes;
+};
+
+class Simulation {
+ public:
+  Simulation(const core::ClusterSpec& c, const topology::LinkTopology& topo, core::CollectiveAlgorithm algorithm,
+             const SimGridOptions& options, AnalyticalEngine& analytical, const TaskGraph& g)
+      : topo_(topo), options_(options), analytical_(analytical), g_(g), planner_(c, topo, algorithm, g), net_(topo) {}
+
+  SimOutput run() {
+    const auto& tasks = g_.tasks();
+    out_.timings.assign(tasks.size(), TaskTiming{});
+    out_.link_bytes.assign(2 * topo_.link_count(), 0.0);
+    done_.assign(tasks.size(), 0);
+    const std::size_t roles = std::max<std::size_t>(1, g_.roles().size());
+    std::vector<std::vector<TaskId>> queues(roles * kStreams);
+    for (TaskId i = 0; i < tasks.size(); ++i) {
+      queues[tasks[i].role * kStreams + static_cast<std::size_t>(tasks[i].stream)].push_back(i);
+    }
+    for (std::size_t q = 0; q < queues.size(); ++q) {
+      if (queues[q].empty()) continue;
+      const std::string name = fmt::format("r{}.{}", q / kStreams, graph::stream_name(static_cast<graph::Stream>(q % kStreams)));
+      net_.spawn(name, [this, list = std::move(queues[q])] { stream_actor(list); });
+    }
+    net_.run();
+    out_.report.flows = net_.flows_started();
+    out_.report.live_collectives = live_;
+    out_.report.cached_collectives = cached_;
+    return std::move(out_);
+  }
+
+ private:
+  void stream_actor(const std::vector<TaskId>& list) {
+    for (TaskId t : list) {
+      for (TaskId d : g_.deps(t)) {
+        while (!done_[d]) net_.wait();
+      }
+      const double start = NetSim::now();
+      const Task& task = g_.tasks()[t];
+      if (task.kind == TaskKind::kCollective || task.kind == TaskKind::kCopy) {
+        run_network(task);
+      } else {
+        NetSim::sleep_for(analytical_.duration(g_, task).value());
+      }
+      out_.timings[t] = TaskTiming{start, NetSim::now()};
+      done_[t] = 1;
+      net_.notify_all();
+    }
+  }
+
+  int plan_index(const Task& t) {
+    const PlanKey key{static_cast<int>(t.kind), t.role, t.group, static_cast<int>(t.op), static_cast<int>(t.purpose),
+                      static_cast<int>(t.stream), t.bytes};
+    auto [it, fresh] = index_.try_emplace(key, static_cast<int>(plans_.size()));
+    if (fresh) {
+      plans_.push_back(planner_.plan(t));
+      isolated_.push_back(-1.0);
+    }
+    return it->second;
+  }
+
+  void play(const CommPlan& p, double fraction) {
+    for (const Phase& ph : p.phases) {
+      NetSim::sleep_for(ph.pre_delay_s * fraction);
+      if (fraction == 1.0) {
+        net_.transfer(ph.flows);
+      } else {
+        std::vector<NetFlow> part = ph.flows;
+        for (NetFlow& f : part) f.bytes *= fraction;
+        net_.transfer(part);
+      }
+    }
+  }
+
+  void run_network(const Task& t) {
+    const int pi = plan_index(t);
+    const CommPlan& p = plans_[static_cast<std::size_t>(pi)];
+    for (const auto& [k, b] : p.link_bytes) out_.link_bytes[static_cast<std::size_t>(k)] += b;
+    if (p.phases.empty()) return;
+    Running me;
+    const double replay = isolated_[static_cast<std::size_t>(pi)];
+    if (options_.cache_collectives && replay >= 0.0 && running_.empty()) {
+      // The network is idle and an identical collective ran alone: replay its duration, unless another
+      // transfer starts meanwhile, in which case the rest becomes real transfers.
+      me.cached = true;
+      running_.push_back(&me);
+      ++cached_;
+      const double end = NetSim::now() + replay;
+      while (NetSim::now() < end && !me.convert) net_.wait_until(end);
+      if (me.convert && NetSim::now() < end && replay > 0.0) play(p, (end - NetSim::now()) / replay);
+    } else {
+      me.overlapped = !running_.empty();
+      bool wake = false;
+      for (Running* o : running_) {
+        o->overlapped = true;
+        if (o->cached && !o->convert) {
+          o->convert = true;
+          wake = true;
+        }
+      }
+      if (wake) net_.notify_all();
+      running_.push_back(&me);
+      ++live_;
+      const double start = NetSim::now();
+      play(p, 1.0);
+      if (!me.overlapped) isolated_[static_cast<std::size_t>(pi)] = NetSim::now() - start;
+    }
+    running_.erase(std::find(running_.begin(), running_.end(), &me));
+  }
+
+  const topology::LinkTopology& topo_;
+  const SimGridOptions& options_;
+  AnalyticalEngine& analytical_;
+  const TaskGraph& g_;
+  Planner planner_;
+  NetSim net_;
+  SimOutput out_;
+  std::vector<char> done_;
+  std::map<PlanKey, int> index_;
+  std::deque<CommPlan> plans_;  // stable references: actors hold plans while others add new ones
+  std::vector<double> isolated_;  // per plan: duration when it ran alone; < 0 unknown
+  std::vector<Running*> running_;
+  std::uint64_t live_ = 0;
+  std::uint64_t cached_ = 0;
+};
+
+// ------------------------------------------------------------------------------------------- child process
+
+class Writer {
+ public:
+  void num(double v) { buf_.append(reinterpret_cast<const char*>(&v), sizeof v); }
+  void text(const std::string& s) {
+    num(static_cast<double>(s.size()));
+    buf_ += s;
+  }
+  [[nodiscard]] const std::string& bytes() const { return buf_; }
+
+ private:
+  std::string buf_;
+};
+
+class Reader {
+ public:
+  explicit Reader(const std::string& s) : s_(s) {}
+  double num() {
+    double v = 0.0;
+    SHARDSIM_ASSERT(pos_ + sizeof v <= s_.size(), "truncated simulation result");
+    std::memcpy(&v, s_.data() + pos_, sizeof v);
+    pos_ += sizeof v;
+    return v;
+  }
+  std::string text() {
+    const auto n = static_cast<std::size_t>(num());
+    SHARDSIM_ASSERT(pos_ + n <= s_.size(), "truncated simulation result");
+    std::string t = s_.substr(pos_, n);
+    pos_ += n;
+    return t;
+  }
+
+ private:
+  const std::string& s_;
+  std::size_t pos_ = 0;
+};
+
+void write_all(int fd, const std::string& s) {
+  std::size_t off = 0;
+  while (off < s.size()) {
+    const ssize_t k = ::write(fd, s.data() + off, s.size() - off);
+    if (k <= 0) return;
+    off += static_cast<std::size_t>(k);
+  }
+}
+
+std::string read_all(int fd) {
+  std::string s;
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t k = ::read(fd, buf, sizeof buf);
+    if (k <= 0) break;
+    s.append(buf, static_cast<std::size_t>(k));
+  }
+  return s;
+}
+
+std::string link_label(const topology::LinkTopology& topo, int key) {
+  const topology::Link l = topo.link(key / 2);
+  const bool reverse = key % 2 == 1;
+  return fmt::format("{} {}->{}", l.name, topo.vertex(reverse ? l.b : l.a).name, topo.vertex(reverse ? l.a : l.b).name);
+}
+
+}  // namespace
+
+SimGridEngine::SimGridEngine(const core::ClusterSpec& cluster, core::CollectiveAlgorithm algorithm,
+                             SimGridOptions options)
+    : cluster_(cluster),
+      algorithm_(algorithm),
+      options_(options),
+      topology_(topology::LinkTopology::build(cluster, options.topology)),
+      analytical_(cluster, algorithm) {
+  if (!simgrid_available()) {
+    throw core::ConfigError(core::SourceLocation{"<engine>", 0, 0}, "engine",
+                            "analytical: this shardsim was built without SimGrid (install libsimgrid-dev and rebuild)");
+  }
+  topology_.validate();
+}
+
+RunResult SimGridEngine::run(const TaskGraph& g, const EngineOptions& options) {
+  RunResult r;
+  run(g, options, r);
+  return r;
+}
+
+void SimGridEngine::run(const TaskGraph& g, const EngineOptions& options, RunResult& out) {
+  const auto wall_start = std::chrono::steady_clock::now();
+  int fds[2];
+  SHARDSIM_ASSERT(::pipe(fds) == 0, "cannot create a pipe for the simulation");
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  SHARDSIM_ASSERT(pid >= 0, "cannot fork the simulation process");
+  if (pid == 0) {
+    ::close(fds[0]);
+    Writer w;
+    int code = 0;
+    try {
+      Simulation sim(cluster_, topology_, algorithm_, options_, analytical_, g);
+      SimOutput so = sim.run();
+      w.text("ok");
+      for (const TaskTiming& t : so.timings) {
+        w.num(t.start_s);
+        w.num(t.end_s);
+      }
+      w.num(static_cast<double>(so.report.flows));
+      w.num(static_cast<double>(so.report.live_collectives));
+      w.num(static_cast<double>(so.report.cached_collectives));
+      double finish = 0.0;
+      for (const TaskTiming& t : so.timings) finish = std::max(finish, t.end_s);
+      // The busiest link directions, by utilisation over the iteration (ties: lower link first).
+      std::vector<std::pair<double, int>> util;
+      for (std::size_t k = 0; k < so.link_bytes.size(); ++k) {
+        if (so.link_bytes[k] <= 0.0) continue;
+        const double bw = topology_.link_bandwidth_Bps(static_cast<int>(k / 2));
+        util.emplace_back(finish > 0.0 ? so.link_bytes[k] / (bw * finish) : 0.0, static_cast<int>(k));
+      }
+      std::stable_sort(util.begin(), util.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+      const std::size_t keep = std::min(util.size(), static_cast<std::size_t>(std::max(0, options_.busiest_links)));
+      w.num(static_cast<double>(keep));
+      for (std::size_t i = 0; i < keep; ++i) {
+        const int k = util[i].second;
+        w.text(link_label(topology_, k));
+        w.num(so.link_bytes[static_cast<std::size_t>(k)]);
+        w.num(topology_.link_bandwidth_Bps(k / 2));
+        w.num(util[i].first);
+      }
+      rusage ru{};
+      ::getrusage(RUSAGE_SELF, &ru);
+      w.num(static_cast<double>(ru.ru_maxrss) / 1024.0);
+    } catch (const std::exception& e) {
+      w = Writer{};
+      w.text(std::string("error: ") + e.what());
+      code = 1;
+    }
+    write_all(fds[1], w.bytes());
+    ::close(fds[1]);
+    ::_exit(code);
+  }
+  ::close(fds[1]);
+  const std::string payload = read_all(fds[0]);
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (!WIFEXITED(status)) {
+    throw core::InternalError(fmt::format("the SimGrid simulation died (signal {})", WTERMSIG(status)));
+  }
+  Reader rd(payload);
+  if (payload.empty()) throw core::InternalError("the SimGrid simulation returned nothing");
+  const std::string head = rd.text();
+  if (head != "ok") throw core::InternalError("the SimGrid simulation failed: " + head);
+  std::vector<TaskTiming> timings(g.size());
+  for (TaskTiming& t : timings) {
+    t.start_s = rd.num();
+    t.end_s = rd.num();
+  }
+  NetworkReport rep;
+  rep.topology = topology_.description();
+  rep.flows = static_cast<std::uint64_t>(rd.num());
+  rep.live_collectives = static_cast<std::uint64_t>(rd.num());
+  rep.cached_collectives = static_cast<std::uint64_t>(rd.num());
+  const auto keep = static_cast<std::size_t>(rd.num());
+  for (std::size_t i = 0; i < keep; ++i) {
+    LinkLoad l;
+    l.name = rd.text();
+    l.bytes = rd.num();
+    l.bandwidth_Bps = rd.num();
+    l.utilisation = rd.num();
+    rep.busiest.push_back(std::move(l));
+  }
+  rep.peak_rss_mb = rd.num();
+  rep.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  analytical_.summarise(g, timings, options, out);
+  out.network = std::move(rep);
+}
+
+}  // namespace shardsim::engine

@@ -1,0 +1,113 @@
+// The `shardsim` binary with the SimGrid engine and the topology command: a run with a trace, byte-identical
+// reports, platform and Graphviz exports, and bad input answered with exit code 2 before anything runs.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sim/engine/simgrid_adapter.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+const fs::path kSource = SHARDSIM_SOURCE_DIR;
+const std::string kBinary = SHARDSIM_BINARY;
+
+struct Outcome {
+  int code = -1;
+  std::string out;
+};
+
+Outcome run(const std::string& args) {
+  Outcome r;
+  const std::string cmd = "cd '" + kSource.string() + "' && '" + kBinary + "' " + args + " 2>/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf{};
+  std::size_t n = 0;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string read(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+fs::path temp_dir() {
+  fs::path d = fs::temp_directory_path() / ("shardsim-simgrid-cli-" + std::to_string(::getpid()));
+  fs::create_directories(d);
+  return d;
+}
+
+TEST(SimGridCli, RunWritesATraceWithOverlapAndIsDeterministic) {
+  if (!shardsim::engine::simgrid_available()) GTEST_SKIP() << "built without SimGrid";
+  const fs::path dir = temp_dir();
+  const fs::path trace = dir / "trace.json";
+  const Outcome a = run("run scenarios/frontier_gpt20b_zero3.yaml --engine simgrid --trace " + trace.string());
+  ASSERT_EQ(a.code, 0) << a.out;
+  EXPECT_NE(a.out.find("engine    simgrid"), std::string::npos);
+  EXPECT_NE(a.out.find("network (simgrid engine)"), std::string::npos);
+  EXPECT_NE(a.out.find("bottleneck link"), std::string::npos);
+  const auto j = nlohmann::json::parse(read(trace));
+  // Communication on its own streams overlaps compute.
+  double compute_end = 0.0;
+  int overlapping = 0;
+  std::vector<std::pair<double, double>> compute;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    const double ts = e["ts"].get<double>();
+    const double end = ts + e["dur"].get<double>();
+    if (e["tid"] == 0) compute.emplace_back(ts, end);
+    compute_end = std::max(compute_end, end);
+  }
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] != "X" || e["tid"] == 0) continue;
+    const double ts = e["ts"].get<double>();
+    for (const auto& [cs, ce] : compute) {
+      if (cs < ts && ts < ce) {
+        ++overlapping;
+        break;
+      }
+    }
+  }
+  EXPECT_GT(overlapping, 10);
+  const Outcome b = run("run scenarios/frontier_gpt20b_zero3.yaml --engine simgrid");
+  EXPECT_EQ(a.out, b.out);
+  fs::remove_all(dir);
+}
+
+TEST(SimGridCli, TopologyExportsPlatformAndDot) {
+  const fs::path dir = temp_dir();
+  const Outcome r = run("topology frontier --nodes 48 --export " + (dir / "platform.xml").string() + " --dot " +
+                        (dir / "node.dot").string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  const std::string xml = read(dir / "platform.xml");
+  EXPECT_NE(xml.find("<host id=\"n47.gcd7\""), std::string::npos);
+  EXPECT_EQ(xml.find("global.g0-g1"), std::string::npos) << "48 nodes fit in one dragonfly group";
+  EXPECT_NE(read(dir / "node.dot").find("\"gcd0\" -- \"gcd1\""), std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST(SimGridCli, BadInputIsExitCodeTwo) {
+  EXPECT_EQ(run("topology frontier --nodes 9409").code, 2);
+  EXPECT_EQ(run("topology frontier --nodes 0").code, 2);
+  EXPECT_EQ(run("topology nosuch").code, 2);
+  EXPECT_EQ(run("topology frontier --kind sideways").code, 2);
+  EXPECT_EQ(run("run scenarios/frontier_gpt20b_zero3.yaml --engine simgrid --topology sideways").code, 2);
+  EXPECT_EQ(run("run scenarios/frontier_gpt20b_zero3.yaml --engine warp").code, 2);
+}
+
+}  // namespace

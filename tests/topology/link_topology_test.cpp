@@ -1,0 +1,122 @@
+// Link-level machines: the node graphs follow the hardware reference, routes go where the hardware sends
+// traffic, exports are well formed, and bad node graphs are refused before anything is simulated.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "sim/core/errors.hpp"
+#include "topology/cluster_presets.hpp"
+#include "topology/link_topology.hpp"
+
+namespace {
+
+using namespace shardsim;
+using topology::LinkTopology;
+using topology::TopologyKind;
+
+core::ClusterSpec preset(const char* name, int nodes) {
+  core::ClusterSpec c = *topology::find_cluster_preset(name);
+  c.nodes = nodes;
+  return c;
+}
+
+double route_width(const LinkTopology& t, int a, int b, int* hops = nullptr) {
+  std::vector<topology::Hop> r;
+  t.route(a, b, r);
+  double w = 1e30;
+  for (const auto& h : r) w = std::min(w, t.link_bandwidth_Bps(h.link));
+  if (hops) *hops = static_cast<int>(r.size());
+  return w;
+}
+
+TEST(LinkTopology, FrontierNodeFollowsTheNodeDiagram) {
+  const auto t = LinkTopology::build(preset("frontier", 1), TopologyKind::kLinks);
+  t.validate();
+  EXPECT_EQ(t.devices_per_node(), 8);
+  int hops = 0;
+  EXPECT_DOUBLE_EQ(route_width(t, t.device_vertex(0), t.device_vertex(1), &hops), 200e9);  // 4 IF links
+  EXPECT_EQ(hops, 1);
+  EXPECT_DOUBLE_EQ(route_width(t, t.device_vertex(2), t.device_vertex(4), &hops), 100e9);  // 2 IF links
+  // GCD 0 and 3 have no direct link: two hops through another GCD.
+  route_width(t, t.device_vertex(0), t.device_vertex(3), &hops);
+  EXPECT_EQ(hops, 2);
+  // Each GCD has its own 36 GB/s link to the CPU.
+  EXPECT_DOUBLE_EQ(route_width(t, t.host_vertex(0), t.device_vertex(0), &hops), 36e9);
+  EXPECT_EQ(hops, 1);
+}
+
+TEST(LinkTopology, FrontierDragonflyUsesAtMostThreeSwitchHops) {
+  const auto t = LinkTopology::build(preset("frontier", 384), TopologyKind::kLinks);
+  t.validate();
+  std::vector<topology::Hop> r;
+  t.route(t.device_vertex(0), t.device_vertex(383 * 8 + 7), r);
+  int switch_hops = 0;
+  for (const auto& h : r) {
+    const auto l = t.link(h.link);
+    if (t.vertex(l.a).kind == topology::VertexKind::kSwitch && t.vertex(l.b).kind == topology::VertexKind::kSwitch) {
+      ++switch_hops;
+    }
+  }
+  EXPECT_LE(switch_hops, 3);
+  EXPECT_GE(switch_hops, 1);  // different groups: at least the global link
+}
+
+TEST(LinkTopology, LassenCrossSocketTrafficCrossesTheXBus) {
+  const auto t = LinkTopology::build(preset("lassen", 2), TopologyKind::kLinks);
+  t.validate();
+  int hops = 0;
+  EXPECT_DOUBLE_EQ(route_width(t, t.device_vertex(0), t.device_vertex(2), &hops), 64e9);
+  EXPECT_EQ(hops, 3);
+  EXPECT_DOUBLE_EQ(route_width(t, t.device_vertex(0), t.device_vertex(1)), 75e9);
+  EXPECT_DOUBLE_EQ(route_width(t, t.device_vertex(0), t.device_vertex(4)), 12.5e9);  // one EDR rail
+}
+
+TEST(LinkTopology, DgxIsRailOptimised) {
+  const auto t = LinkTopology::build(preset("dgx-h100", 64), TopologyKind::kLinks);
+  t.validate();
+  EXPECT_DOUBLE_EQ(route_width(t, t.device_vertex(0), t.device_vertex(7)), 450e9);
+  EXPECT_DOUBLE_EQ(route_width(t, t.device_vertex(3), t.device_vertex(40 * 8 + 3)), 50e9);
+}
+
+TEST(LinkTopology, ExportsAreWellFormed) {
+  const auto t = LinkTopology::build(preset("frontier", 2), TopologyKind::kLinks);
+  const std::string xml = t.to_simgrid_xml();
+  EXPECT_NE(xml.find("<platform version=\"4.1\">"), std::string::npos);
+  EXPECT_NE(xml.find("<host id=\"n1.gcd7\""), std::string::npos);
+  EXPECT_NE(xml.find("sharing_policy=\"SPLITDUPLEX\""), std::string::npos);
+  const std::string dot = t.node_to_dot();
+  EXPECT_NE(dot.find("\"gcd0\" -- \"gcd1\" [label=\"200 GB/s\"]"), std::string::npos);
+}
+
+TEST(LinkTopology, RefusesBadNodeGraphs) {
+  topology::NodeGraph n;
+  const int a = n.add_vertex("a", topology::VertexKind::kDevice);
+  const int b = n.add_vertex("b", topology::VertexKind::kDevice);
+  const int cpu = n.add_vertex("cpu", topology::VertexKind::kHost);
+  n.devices = {a, b};
+  n.host_of_device = {cpu, cpu};
+  n.nic_of_device = {-1, -1};
+  n.add_link(cpu, a, 10.0, 1.0, "test");
+  n.add_link(cpu, b, 10.0, 1.0, "test");
+  // Device count that does not match the cluster.
+  EXPECT_THROW(LinkTopology::from_node_graph("x", n, 1, 4, false, core::BytesPerSec(1e9)), core::ConfigError);
+  // A zero-bandwidth link.
+  auto zero = n;
+  zero.add_link(a, b, 0.0, 1.0, "test");
+  EXPECT_THROW(LinkTopology::from_node_graph("x", zero, 1, 2, false, core::BytesPerSec(1e9)).validate(),
+               core::ConfigError);
+  // A device with no route to another (b only reaches the CPU, which does not forward here: make it a NIC).
+  auto cut = n;
+  cut.vertices[static_cast<std::size_t>(cpu)].kind = topology::VertexKind::kNic;
+  EXPECT_THROW(LinkTopology::from_node_graph("x", cut, 1, 2, false, core::BytesPerSec(1e9)).validate(),
+               core::ConfigError);
+  // The good one passes.
+  EXPECT_NO_THROW(LinkTopology::from_node_graph("x", n, 1, 2, false, core::BytesPerSec(1e9)).validate());
+}
+
+TEST(LinkTopology, RefusesMoreNodesThanTheMachine) {
+  EXPECT_THROW(LinkTopology::build(preset("frontier", 9409), TopologyKind::kLinks), core::ConfigError);
+  EXPECT_THROW(LinkTopology::build(preset("frontier", 0), TopologyKind::kLinks), core::ConfigError);
+}
+
+}  // namespace

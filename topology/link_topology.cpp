@@ -1,0 +1,710 @@
+#include "topology/link_topology.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "sim/core/errors.hpp"
+
+namespace shardsim::topology {
+namespace {
+
+constexpr double kGBps = 1e9;
+constexpr double kUs = 1e-6;
+// Links that only exist to attach a shared port (levels topology): never a bottleneck.
+constexpr double kUnlimitedGBps = 1e6;
+
+core::ConfigError topology_error(const std::string& name, const std::string& what) {
+  return core::ConfigError(core::SourceLocation{"<topology:" + name + ">", 0, 0}, "cluster.network", what);
+}
+
+// ---------------------------------------------------------------- node graphs of the built-in machines
+
+NodeGraph frontier_node() {
+  NodeGraph n;
+  for (int i = 0; i < 8; ++i) n.devices.push_back(n.add_vertex(fmt::format("gcd{}", i), VertexKind::kDevice));
+  const int cpu = n.add_vertex("cpu", VertexKind::kHost);
+  // Infinity Fabric between GCDs: one IF link = 50 GB/s per direction (F3); per-pair link counts from the
+  // node diagram (F2). Per-hop latency [guess].
+  const char* if4 = "F2: 4 IF links (x 50 GB/s, F3); latency [guess]";
+  const char* if2 = "F2: 2 IF links (x 50 GB/s, F3); latency [guess]";
+  const char* if1 = "F2: 1 IF link (50 GB/s, F3); latency [guess]";
+  for (int p = 0; p < 8; p += 2) n.add_link(n.devices[p], n.devices[p + 1], 200.0, 1.0, if4);
+  n.add_link(n.devices[0], n.devices[6], 100.0, 1.0, if2);
+  n.add_link(n.devices[2], n.devices[4], 100.0, 1.0, if2);
+  for (auto [a, b] : {std::pair{0, 2}, {1, 3}, {4, 6}, {5, 7}, {1, 5}, {3, 7}}) {
+    n.add_link(n.devices[a], n.devices[b], 50.0, 1.0, if1);
+  }
+  // One 36 GB/s CPU-GCD link per GCD (F1, F2).
+  for (int i = 0; i < 8; ++i) n.add_link(cpu, n.devices[i], 36.0, 1.0, "F1, F2: 36 GB/s CPU-GCD link; latency [guess]");
+  // 4 Slingshot-11 NICs, hsn0-3 attached to GCD 1, 3, 5, 7 over PCIe Gen4 ESM, 50 GB/s (F2).
+  for (int k = 0; k < 4; ++k) {
+    const int nic = n.add_vertex(fmt::format("hsn{}", k), VertexKind::kNic);
+    n.nics.push_back(nic);
+    n.add_link(n.devices[2 * k + 1], nic, 50.0, 1.0, "F2: PCIe Gen4 ESM 50 GB/s; latency [guess]");
+  }
+  for (int i = 0; i < 8; ++i) {
+    n.nic_of_device.push_back(n.nics[i / 2]);  // the NIC on the GCD's own MI250X package
+    n.host_of_device.push_back(cpu);
+  }
+  return n;
+}
+
+NodeGraph lassen_node() {
+  NodeGraph n;
+  for (int i = 0; i < 4; ++i) n.devices.push_back(n.add_vertex(fmt::format("gpu{}", i), VertexKind::kDevice));
+  const int cpu0 = n.add_vertex("cpu0", VertexKind::kHost);
+  const int cpu1 = n.add_vertex("cpu1", VertexKind::kHost);
+  const char* nvl = "S1: 3 NVLink2 bricks x 25 GB/s [derived]; latency [guess]";
+  n.add_link(n.devices[0], n.devices[1], 75.0, 1.0, nvl);
+  n.add_link(n.devices[2], n.devices[3], 75.0, 1.0, nvl);
+  const char* cpu_gpu = "S1, S3: 3 NVLink2 bricks CPU-GPU = 75 GB/s [derived]; latency [guess]";
+  n.add_link(cpu0, n.devices[0], 75.0, 1.0, cpu_gpu);
+  n.add_link(cpu0, n.devices[1], 75.0, 1.0, cpu_gpu);
+  n.add_link(cpu1, n.devices[2], 75.0, 1.0, cpu_gpu);
+  n.add_link(cpu1, n.devices[3], 75.0, 1.0, cpu_gpu);
+  n.add_link(cpu0, cpu1, 64.0, 1.0, "S1: X-Bus 64 GB/s; latency [guess]");
+  // Dual-rail EDR: one HCA per socket (S1, S2); its PCIe attachment is [unverified] (Gen4 x8, 16 GB/s).
+  for (int k = 0; k < 2; ++k) {
+    const int hca = n.add_vertex(fmt::format("ib{}", k), VertexKind::kNic);
+    n.nics.push_back(hca);
+    n.add_link(k == 0 ? cpu0 : cpu1, hca, 16.0, 1.0, "[unverified] PCIe Gen4 x8 to the HCA; latency [guess]");
+  }
+  for (int i = 0; i < 4; ++i) {
+    n.nic_of_device.push_back(n.nics[i / 2]);  // the HCA of the GPU's socket [unverified]
+    n.host_of_device.push_back(i < 2 ? cpu0 : cpu1);
+  }
+  return n;
+}
+
+NodeGraph dgx_node() {
+  NodeGraph n;
+  for (int i = 0; i < 8; ++i) n.devices.push_back(n.add_vertex(fmt::format("gpu{}", i), VertexKind::kDevice));
+  // The four NVSwitch chips modelled as one non-blocking switch; 18 NVLink4 links = 900 GB/s bidirectional per
+  // GPU (NVIDIA MLPerf system file) = 450 GB/s per direction.
+  const int nvs = n.add_vertex("nvswitch", VertexKind::kSwitch);
+  for (int i = 0; i < 8; ++i) {
+    n.add_link(n.devices[i], nvs, 450.0, 1.0, "NVIDIA: 18 NVLink4, 450 GB/s per direction; latency [guess]");
+  }
+  const int cpu0 = n.add_vertex("cpu0", VertexKind::kHost);
+  const int cpu1 = n.add_vertex("cpu1", VertexKind::kHost);
+  for (int i = 0; i < 8; ++i) {
+    n.add_link(i < 4 ? cpu0 : cpu1, n.devices[i], 64.0, 1.0,
+               "datasheet: PCIe Gen5 x16, 128 GB/s bidirectional; socket attachment [unverified]; latency [guess]");
+  }
+  n.add_link(cpu0, cpu1, 62.4, 1.0, "[guess] UPI between the two Xeon 8480C");
+  // 8 x 400 Gb/s compute NICs, one per GPU behind its PCIe switch (MLPerf system file; pairing [unverified]).
+  for (int k = 0; k < 8; ++k) {
+    const int nic = n.add_vertex(fmt::format("ib{}", k), VertexKind::kNic);
+    n.nics.push_back(nic);
+    n.add_link(n.devices[k], nic, 64.0, 1.0, "[unverified] PCIe Gen5 x16 GPU-NIC through a PCIe switch; latency [guess]");
+  }
+  for (int i = 0; i < 8; ++i) {
+    n.nic_of_device.push_back(n.nics[i]);
+    n.host_of_device.push_back(i < 4 ? cpu0 : cpu1);
+  }
+  return n;
+}
+
+// A node derived from the cluster's levels: per intra-node level a switch per domain; ports per `shared_by`
+// ranks (or private per-rank links when `ideal`); NICs for the level above the node.
+NodeGraph levels_node(const core::ClusterSpec& c, bool ideal, int node_level) {
+  NodeGraph n;
+  const int dpn = c.devices_per_node;
+  for (int i = 0; i < dpn; ++i) n.devices.push_back(n.add_vertex(fmt::format("dev{}", i), VertexKind::kDevice));
+  for (int l = 0; l <= node_level; ++l) {
+    const auto& lv = c.levels[static_cast<std::size_t>(l)];
+    const int domain = lv.domain_ranks;
+    const double lat_us = lv.latency.value() / kUs / 2.0;
+    const int share = ideal ? 1 : std::max(1, std::min(lv.shared_by, domain));
+    const double bw = (ideal ? lv.per_rank_bandwidth() : lv.link_bandwidth).value() / kGBps;
+    const std::string src = fmt::format("level {} ({})", lv.name, ideal ? "private per-rank link" : "shared port");
+    for (int d = 0; d < dpn / domain; ++d) {
+      const int sw = n.add_vertex(fmt::format("{}{}", lv.name, d), VertexKind::kSwitch);
+      for (int p = 0; p < domain; p += share) {
+        if (share == 1) {
+          n.add_link(n.devices[d * domain + p], sw, bw, lat_us, src);
+          continue;
+        }
+        const int port = n.add_vertex(fmt::format("{}{}.port{}", lv.name, d, p / share), VertexKind::kSwitch);
+        for (int q = 0; q < share && p + q < domain; ++q) {
+          n.add_link(n.devices[d * domain + p + q], port, kUnlimitedGBps, 0.0, "[derived] attachment, not a bottleneck");
+        }
+        n.add_link(port, sw, bw, lat_us, src);
+      }
+    }
+  }
+  const int cpu = n.add_vertex("cpu", VertexKind::kHost);
+  const double host_gbps = c.host.link_bandwidth.value() > 0.0 ? c.host.link_bandwidth.value() / kGBps : kUnlimitedGBps;
+  for (int i = 0; i < dpn; ++i) n.add_link(cpu, n.devices[i], host_gbps, 0.0, "host link");
+  if (node_level + 1 < static_cast<int>(c.levels.size())) {
+    const auto& lv = c.levels[static_cast<std::size_t>(node_level + 1)];
+    const int share = ideal ? 1 : std::max(1, std::min(lv.shared_by, dpn));
+    for (int p = 0; p < dpn; p += share) {
+      const int nic = n.add_vertex(fmt::format("nic{}", p / share), VertexKind::kNic);
+      n.nics.push_back(nic);
+      for (int q = 0; q < share && p + q < dpn; ++q) {
+        n.add_link(n.devices[p + q], nic, kUnlimitedGBps, 0.0, "[derived] attachment, not a bottleneck");
+      }
+    }
+  }
+  for (int i = 0; i < dpn; ++i) {
+    n.nic_of_device.push_back(n.nics.empty() ? -1 : n.nics[static_cast<std::size_t>(i * static_cast<int>(n.nics.size()) / dpn)]);
+    n.host_of_device.push_back(cpu);
+  }
+  return n;
+}
+
+bool transit_ok(VertexKind k, bool devices_forward) {
+  return k == VertexKind::kSwitch || k == VertexKind::kHost || (k == VertexKind::kDevice && devices_forward);
+}
+
+}  // namespace
+
+int NodeGraph::add_vertex(std::string name, VertexKind kind) {
+  vertices.push_back(Vertex{std::move(name), kind, 0});
+  return static_cast<int>(vertices.size()) - 1;
+}
+
+void NodeGraph::add_link(int a, int b, double gb_per_s, double latency_us, std::string source) {
+  Link l;
+  l.name = fmt::format("{}-{}", vertices[static_cast<std::size_t>(a)].name, vertices[static_cast<std::size_t>(b)].name);
+  l.a = a;
+  l.b = b;
+  l.bandwidth = core::BytesPerSec(gb_per_s * kGBps);
+  l.latency = core::Seconds(latency_us * kUs);
+  l.source = std::move(source);
+  links.push_back(std::move(l));
+}
+
+TopologyKind parse_topology_kind(const std::string& text, const std::string& key) {
+  if (text == "auto") return TopologyKind::kAuto;
+  if (text == "links") return TopologyKind::kLinks;
+  if (text == "levels") return TopologyKind::kLevels;
+  if (text == "ideal") return TopologyKind::kIdeal;
+  throw core::ConfigError(core::SourceLocation{"<command line>", 0, 0}, key,
+                          fmt::format("one of auto, links, levels, ideal (got '{}')", text));
+}
+
+LinkTopology LinkTopology::build(const core::ClusterSpec& c, TopologyKind kind) {
+  const bool preset = c.name == "frontier" || c.name == "lassen" || c.name == "dgx-h100";
+  if (kind == TopologyKind::kAuto) kind = preset ? TopologyKind::kLinks : TopologyKind::kLevels;
+  LinkTopology t;
+  t.name_ = c.name;
+  t.nodes_ = c.nodes;
+  if (c.nodes < 1) throw topology_error(c.name, "at least one node");
+  if (c.max_nodes > 0 && c.nodes > c.max_nodes) {
+    throw topology_error(c.name, fmt::format("at most {} nodes (the machine's size), got {}", c.max_nodes, c.nodes));
+  }
+  bool devices_forward = false;
+  if (kind == TopologyKind::kLinks) {
+    if (!preset) {
+      throw topology_error(c.name, "a built-in machine (frontier, lassen, dgx-h100) for the link-accurate topology; "
+                                   "use the levels or ideal topology for other clusters");
+    }
+    if (c.name == "frontier") {
+      t.node_ = frontier_node();
+      devices_forward = true;  // Infinity Fabric routes through other GCDs (F2)
+      t.fabric_ = Fabric::kDragonfly;
+      t.group_nodes_ = 128;    // one cabinet per dragonfly group [unverified]
+      t.group_switches_ = 32;  // Rosetta switches per group [unverified]
+      t.nodes_per_switch_ = 4; // 16 endpoint ports per switch (4 nodes x 4 NICs) [unverified]; see switch_of
+      t.global_links_ = 4;     // about 4 links between every pair of groups [unverified]
+      t.description_ = "Frontier: HPE Cray EX235a nodes (F1, F2), Slingshot-11 dragonfly (groups of 128 nodes)";
+    } else if (c.name == "lassen") {
+      t.node_ = lassen_node();
+      t.fabric_ = Fabric::kFatTree;
+      t.rails_are_planes_ = true;  // dual-rail: one plane per HCA [unverified]
+      t.leaf_nodes_ = 18;          // [guess] 36-port EDR leaves, 18 down / 18 up
+      t.spines_ = 18;              // [guess] full bisection
+      t.description_ = "Lassen: IBM AC922 nodes (S1-S3), dual-rail EDR InfiniBand fat tree";
+    } else {
+      t.node_ = dgx_node();
+      devices_forward = true;  // a transfer entering on another GPU's rail crosses NVLink through it (PXN)
+      t.fabric_ = Fabric::kFatTree;
+      t.rails_are_planes_ = true;  // rail-optimised: NIC k of every node on rail k's leaves
+      t.leaf_nodes_ = 32;          // [unverified] 32 DGX per scalable unit, one leaf per rail per SU
+      t.spines_ = 16;              // [guess] 64-port switches: 32 uplinks per leaf as 2 x 400 Gb/s to 16 spines
+      t.description_ = "DGX H100: NVSwitch nodes, rail-optimised InfiniBand fat tree (NDR 400 Gb/s)";
+    }
+  } else {
+    const int levels = static_cast<int>(c.levels.size());
+    int node_level = -1;
+    for (int l = 0; l < levels; ++l) {
+      if (c.levels[static_cast<std::size_t>(l)].domain_ranks == c.devices_per_node) node_level = l;
+    }
+    if (node_level < 0) throw topology_error(c.name, "a network level whose domain is one node");
+    if (node_level + 2 < levels) {
+      throw topology_error(c.name, "at most one network level above the node for the derived topology");
+    }
+    if (node_level + 1 == levels && c.nodes > 1) throw topology_error(c.name, "a network level above the node");
+    t.node_ = levels_node(c, kind == TopologyKind::kIdeal, node_level);
+    t.fabric_ = Fabric::kCrossbar;
+    t.description_ = fmt::format("{}: derived from its network levels ({})", c.name,
+                                 kind == TopologyKind::kIdeal ? "private per-rank links, nothing shared"
+                                                              : "ports shared as the levels say");
+    if (node_level + 1 < levels) {
+      const auto& lv = c.levels[static_cast<std::size_t>(node_level + 1)];
+      t.fabric_latency_half_s_ = lv.latency.value() / 2.0;
+      t.fabric_port_Bps_ = (kind == TopologyKind::kIdeal ? lv.per_rank_bandwidth() : lv.link_bandwidth).value();
+    }
+  }
+  if (t.devices_per_node() != c.devices_per_node) {
+    throw topology_error(c.name, fmt::format("a node graph with {} devices per node (the cluster has {})",
+                                             t.devices_per_node(), c.devices_per_node));
+  }
+  t.devices_forward_ = devices_forward;
+  t.build_fabric(kind == TopologyKind::kLinks);
+  t.finish_node_routes();
+  return t;
+}
+
+LinkTopology LinkTopology::from_node_graph(std::string name, NodeGraph node, int nodes, int expected_devices,
+                                           bool devices_forward, core::BytesPerSec fabric_port) {
+  LinkTopology t;
+  t.name_ = std::move(name);
+  t.description_ = t.name_ + ": user node graph, crossbar fabric";
+  t.nodes_ = nodes;
+  t.node_ = std::move(node);
+  if (t.devices_per_node() != expected_devices) {
+    throw topology_error(t.name_, fmt::format("a node graph with {} devices per node (the cluster has {})",
+                                              t.devices_per_node(), expected_devices));
+  }
+  t.devices_forward_ = devices_forward;
+  t.fabric_ = Fabric::kCrossbar;
+  t.fabric_port_Bps_ = fabric_port.value();
+  t.build_fabric(false);
+  t.finish_node_routes();
+  return t;
+}
+
+void LinkTopology::build_fabric(bool preset) {
+  const int nics = static_cast<int>(node_.nics.size());
+  const int base = nodes_ * static_cast<int>(node_.vertices.size());
+  auto add_fabric_vertex = [&](std::string n) {
+    fabric_vertices_.push_back(Vertex{std::move(n), VertexKind::kSwitch, -1});
+    return base + static_cast<int>(fabric_vertices_.size()) - 1;
+  };
+  auto add_fabric_link = [&](std::string n, int a, int b, double bw_Bps, double lat_s, std::string src) {
+    fabric_links_.push_back(Link{std::move(n), a, b, core::BytesPerSec(bw_Bps), core::Seconds(lat_s), std::move(src)});
+  };
+  auto nic_vertex = [&](int node, int rail) {
+    return node * static_cast<int>(node_.vertices.size()) + node_.nics[static_cast<std::size_t>(rail)];
+  };
+  fabric_links_.clear();
+  fabric_vertices_.clear();
+  uplink_.clear();
+  if (nics == 0) {
+    fabric_first_link_ = 0;
+    return;
+  }
+  switch (fabric_) {
+    case Fabric::kCrossbar: {
+      const int x = add_fabric_vertex("fabric");
+      for (int k = 0; k < nodes_; ++k) {
+        for (int r = 0; r < nics; ++r) {
+          uplink_.push_back(static_cast<int>(fabric_links_.size()));
+          add_fabric_link(fmt::format("n{}.nic{}-fabric", k, r), nic_vertex(k, r), x, fabric_port_Bps_,
+                          fabric_latency_half_s_, "network level above the node");
+        }
+      }
+      fabric_first_link_ = static_cast<int>(fabric_links_.size());
+      break;
+    }
+    case Fabric::kDragonfly: {
+      groups_ = (nodes_ + group_nodes_ - 1) / group_nodes_;
+      for (int g = 0; g < groups_; ++g) {
+        for (int s = 0; s < group_switches_; ++s) add_fabric_vertex(fmt::format("g{}.sw{}", g, s));
+      }
+      const int first_switch = base;
+      for (int k = 0; k < nodes_; ++k) {
+        const int g = k / group_nodes_;
+        for (int r = 0; r < nics; ++r) {
+          const int s = switch_of(k, r);
+          uplink_.push_back(static_cast<int>(fabric_links_.size()));
+          add_fabric_link(fmt::format("n{}.hsn{}-g{}.sw{}", k, r, g, s), nic_vertex(k, r),
+                          first_switch + g * group_switches_ + s, 25.0 * kGBps, 1.0 * kUs,
+                          "F1: Slingshot-11 NIC port 25 GB/s; latency [guess]");
+        }
+      }
+      fabric_first_link_ = static_cast<int>(fabric_links_.size());
+      for (int g = 0; g < groups_; ++g) {
+        for (int s = 0; s < group_switches_; ++s) {
+          for (int u = s + 1; u < group_switches_; ++u) {
+            add_fabric_link(fmt::format("g{}.sw{}-sw{}", g, s, u), first_switch + g * group_switches_ + s,
+                            first_switch + g * group_switches_ + u, 25.0 * kGBps, 0.5 * kUs,
+                            "[unverified] all-to-all 200 Gb/s switch links inside a group; latency [guess]");
+          }
+        }
+      }
+      global_first_link_ = static_cast<int>(fabric_links_.size());
+      for (int ga = 0; ga < groups_; ++ga) {
+        for (int gb = ga + 1; gb < groups_; ++gb) {
+          for (int j = 0; j < global_links_; ++j) {
+            const int sa = (gb * global_links_ + j) % group_switches_;
+            const int sb = (ga * global_links_ + j) % group_switches_;
+            add_fabric_link(fmt::format("global.g{}-g{}.{}", ga, gb, j), first_switch + ga * group_switches_ + sa,
+                            first_switch + gb * group_switches_ + sb, 25.0 * kGBps, 1.0 * kUs,
+                            "[unverified] ~4 global 200 Gb/s links per group pair; latency [guess]");
+          }
+        }
+      }
+      break;
+    }
+    case Fabric::kFatTree: {
+      planes_ = nics;
+      leaves_ = (nodes_ + leaf_nodes_ - 1) / leaf_nodes_;
+      const bool lassen = name_ == "lassen";
+      const double port_Bps = (lassen ? 12.5 : 50.0) * kGBps;
+      const double spine_Bps = (lassen ? 12.5 : 100.0) * kGBps;
+      const char* port_src = lassen ? "S1, S2: EDR 12.5 GB/s per rail; latency [guess]"
+                                    : "MLPerf system file: 400 Gb/s per NIC; latency [guess]";
+      const char* spine_src = lassen ? "[guess] one EDR link from each leaf to each spine"
+                                     : "[guess] 2 x 400 Gb/s from each leaf to each spine";
+      for (int p = 0; p < planes_; ++p) {
+        for (int i = 0; i < leaves_; ++i) add_fabric_vertex(fmt::format("rail{}.leaf{}", p, i));
+        for (int s = 0; s < spines_; ++s) add_fabric_vertex(fmt::format("rail{}.spine{}", p, s));
+      }
+      for (int k = 0; k < nodes_; ++k) {
+        for (int r = 0; r < nics; ++r) {
+          uplink_.push_back(static_cast<int>(fabric_links_.size()));
+          add_fabric_link(fmt::format("n{}.nic{}-rail{}.leaf{}", k, r, r, k / leaf_nodes_), nic_vertex(k, r),
+                          base + r * (leaves_ + spines_) + k / leaf_nodes_, port_Bps, 1.0 * kUs, port_src);
+        }
+      }
+      fabric_first_link_ = static_cast<int>(fabric_links_.size());
+      for (int p = 0; p < planes_; ++p) {
+        for (int i = 0; i < leaves_; ++i) {
+          for (int s = 0; s < spines_; ++s) {
+            add_fabric_link(fmt::format("rail{}.leaf{}-spine{}", p, i, s), base + p * (leaves_ + spines_) + i,
+                            base + p * (leaves_ + spines_) + leaves_ + s, spine_Bps, 0.5 * kUs, spine_src);
+          }
+        }
+      }
+      break;
+    }
+  }
+  (void)preset;
+}
+
+int LinkTopology::switch_of(int node, int rail) const {
+  // [guess] a node's NICs on different switches: 16 consecutive nodes share `nics` switches, NIC r of each on
+  // the r-th of them (16 endpoint ports per switch).
+  const int nics = static_cast<int>(node_.nics.size());
+  const int span = nodes_per_switch_ * nics;  // nodes sharing one set of switches
+  return ((node % group_nodes_) / span) * nics + rail;
+}
+
+void LinkTopology::finish_node_routes() {
+  const int n = static_cast<int>(node_.vertices.size());
+  local_routes_.assign(static_cast<std::size_t>(n), std::vector<std::vector<Hop>>(static_cast<std::size_t>(n)));
+  constexpr int kInf = std::numeric_limits<int>::max();
+  for (int s = 0; s < n; ++s) {
+    std::vector<int> hops(static_cast<std::size_t>(n), kInf);
+    std::vector<double> width(static_cast<std::size_t>(n), 0.0);
+    std::vector<Hop> pred(static_cast<std::size_t>(n));
+    hops[static_cast<std::size_t>(s)] = 0;
+    width[static_cast<std::size_t>(s)] = std::numeric_limits<double>::infinity();
+    // Bellman-Ford over a small graph, links in index order: fewest hops, then widest; ties keep the first
+    // path found, so routes are deterministic.
+    for (int iter = 0; iter < n; ++iter) {
+      bool changed = false;
+      for (int li = 0; li < static_cast<int>(node_.links.size()); ++li) {
+        const Link& l = node_.links[static_cast<std::size_t>(li)];
+        for (int dir = 0; dir < 2; ++dir) {
+          const int u = dir == 0 ? l.a : l.b;
+          const int v = dir == 0 ? l.b : l.a;
+          const auto ui = static_cast<std::size_t>(u);
+          const auto vi = static_cast<std::size_t>(v);
+          if (hops[ui] == kInf) continue;
+          if (u != s && !transit_ok(node_.vertices[ui].kind, devices_forward_)) continue;
+          const int h = hops[ui] + 1;
+          const double w = std::min(width[ui], l.bandwidth.value());
+          if (h < hops[vi] || (h == hops[vi] && w > width[vi])) {
+            hops[vi] = h;
+            width[vi] = w;
+            pred[vi] = Hop{li, dir == 0};
+            changed = true;
+          }
+        }
+      }
+      if (!changed) break;
+    }
+    for (int d = 0; d < n; ++d) {
+      if (d == s || hops[static_cast<std::size_t>(d)] == kInf) continue;
+      auto& r = local_routes_[static_cast<std::size_t>(s)][static_cast<std::size_t>(d)];
+      for (int v = d; v != s;) {
+        const Hop h = pred[static_cast<std::size_t>(v)];
+        r.push_back(h);
+        const Link& l = node_.links[static_cast<std::size_t>(h.link)];
+        v = h.forward ? l.a : l.b;
+      }
+      std::reverse(r.begin(), r.end());
+    }
+  }
+}
+
+void LinkTopology::validate() const {
+  for (std::size_t l = 0; l < link_count(); ++l) {
+    const Link k = link(static_cast<int>(l));
+    if (!(k.bandwidth.value() > 0.0)) {
+      throw topology_error(name_, fmt::format("a positive bandwidth on link {} (got {})", k.name,
+                                              core::format_bandwidth(k.bandwidth)));
+    }
+    if (k.latency.value() < 0.0) throw topology_error(name_, fmt::format("a latency >= 0 on link {}", k.name));
+  }
+  auto need = [&](int a, int b) {
+    if (a == b) return;
+    if (local_routes_[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)].empty()) {
+      throw topology_error(name_, fmt::format("a route from {} to {} inside a node (none exists)",
+                                              node_.vertices[static_cast<std::size_t>(a)].name,
+                                              node_.vertices[static_cast<std::size_t>(b)].name));
+    }
+  };
+  for (std::size_t i = 0; i < node_.devices.size(); ++i) {
+    for (std::size_t j = 0; j < node_.devices.size(); ++j) need(node_.devices[i], node_.devices[j]);
+    need(node_.host_of_device[i], node_.devices[i]);
+    need(node_.devices[i], node_.host_of_device[i]);
+    if (nodes_ > 1) {
+      if (node_.nic_of_device[i] < 0) {
+        throw topology_error(name_, fmt::format("a NIC serving {} (the job spans {} nodes)",
+                                                node_.vertices[static_cast<std::size_t>(node_.devices[i])].name, nodes_));
+      }
+      need(node_.devices[i], node_.nic_of_device[i]);
+      if (rails_are_planes_) {
+        for (int nic : node_.nics) need(nic, node_.devices[i]);  // a transfer may enter on any rail
+      } else {
+        need(node_.nic_of_device[i], node_.devices[i]);
+      }
+    }
+  }
+}
+
+std::size_t LinkTopology::vertex_count() const {
+  return static_cast<std::size_t>(nodes_) * node_.vertices.size() + fabric_vertices_.size();
+}
+
+std::size_t LinkTopology::link_count() const {
+  return static_cast<std::size_t>(nodes_) * node_.links.size() + fabric_links_.size();
+}
+
+int LinkTopology::node_of(int v) const {
+  const int per = static_cast<int>(node_.vertices.size());
+  return v < nodes_ * per ? v / per : -1;
+}
+
+Vertex LinkTopology::vertex(int v) const {
+  const int per = static_cast<int>(node_.vertices.size());
+  if (v < nodes_ * per) {
+    const Vertex& t = node_.vertices[static_cast<std::size_t>(v % per)];
+    return Vertex{fmt::format("n{}.{}", v / per, t.name), t.kind, v / per};
+  }
+  return fabric_vertices_[static_cast<std::size_t>(v - nodes_ * per)];
+}
+
+Link LinkTopology::link(int l) const {
+  const int per = static_cast<int>(node_.links.size());
+  if (l < nodes_ * per) {
+    const int node = l / per;
+    const Link& t = node_.links[static_cast<std::size_t>(l % per)];
+    const int vo = node * static_cast<int>(node_.vertices.size());
+    return Link{fmt::format("n{}.{}", node, t.name), t.a + vo, t.b + vo, t.bandwidth, t.latency, t.source};
+  }
+  return fabric_links_[static_cast<std::size_t>(l - nodes_ * per)];
+}
+
+double LinkTopology::link_bandwidth_Bps(int l) const {
+  const int per = static_cast<int>(node_.links.size());
+  if (l < nodes_ * per) return node_.links[static_cast<std::size_t>(l % per)].bandwidth.value();
+  return fabric_links_[static_cast<std::size_t>(l - nodes_ * per)].bandwidth.value();
+}
+
+double LinkTopology::link_latency_s(int l) const {
+  const int per = static_cast<int>(node_.links.size());
+  if (l < nodes_ * per) return node_.links[static_cast<std::size_t>(l % per)].latency.value();
+  return fabric_links_[static_cast<std::size_t>(l - nodes_ * per)].latency.value();
+}
+
+int LinkTopology::device_vertex(int rank) const {
+  const int dpn = devices_per_node();
+  return (rank / dpn) * static_cast<int>(node_.vertices.size()) + node_.devices[static_cast<std::size_t>(rank % dpn)];
+}
+
+int LinkTopology::host_vertex(int rank) const {
+  const int dpn = devices_per_node();
+  return (rank / dpn) * static_cast<int>(node_.vertices.size()) +
+         node_.host_of_device[static_cast<std::size_t>(rank % dpn)];
+}
+
+void LinkTopology::local_route(int src_local, int dst_local, int node, std::vector<Hop>& out) const {
+  const int off = node * static_cast<int>(node_.links.size());
+  for (const Hop& h : local_routes_[static_cast<std::size_t>(src_local)][static_cast<std::size_t>(dst_local)]) {
+    out.push_back(Hop{h.link + off, h.forward});
+  }
+}
+
+void LinkTopology::fabric_route(int node_a, int rail_a, int node_b, int rail_b, std::vector<Hop>& out) const {
+  const int nics = static_cast<int>(node_.nics.size());
+  const int links_base = nodes_ * static_cast<int>(node_.links.size());
+  auto fl = [&](int f) { return links_base + f; };
+  out.push_back(Hop{fl(uplink_[static_cast<std::size_t>(node_a * nics + rail_a)]), true});
+  switch (fabric_) {
+    case Fabric::kCrossbar: break;
+    case Fabric::kDragonfly: {
+      const int ga = node_a / group_nodes_;
+      const int gb = node_b / group_nodes_;
+      const int sa = switch_of(node_a, rail_a);
+      const int sb = switch_of(node_b, rail_b);
+      const int per_group = group_switches_ * (group_switches_ - 1) / 2;
+      auto intra = [&](int g, int s, int u) {
+        if (s == u) return;
+        const int lo = std::min(s, u);
+        const int hi = std::max(s, u);
+        const int idx = lo * group_switches_ - lo * (lo + 1) / 2 + (hi - lo - 1);
+        out.push_back(Hop{fl(fabric_first_link_ + g * per_group + idx), s < u});
+      };
+      if (ga == gb) {
+        intra(ga, sa, sb);
+        break;
+      }
+      // Minimal routing: to the gateway switch of the destination group, one global link, then to the
+      // destination switch. The global link of the pair is picked by the endpoints and the NIC, so the NICs of a
+      // node spread over the pair's links (deterministic; Slingshot's adaptive routing is not modelled).
+      const int j = (node_a + node_b + rail_a) % global_links_;
+      const int gw_a = (gb * global_links_ + j) % group_switches_;
+      const int gw_b = (ga * global_links_ + j) % group_switches_;
+      intra(ga, sa, gw_a);
+      const int lo = std::min(ga, gb);
+      const int hi = std::max(ga, gb);
+      const int pair = lo * groups_ - lo * (lo + 1) / 2 + (hi - lo - 1);
+      out.push_back(Hop{fl(global_first_link_ + pair * global_links_ + j), ga < gb});
+      intra(gb, gw_b, sb);
+      break;
+    }
+    case Fabric::kFatTree: {
+      SHARDSIM_ASSERT(rail_a == rail_b, "fat-tree planes do not meet");
+      const int la = node_a / leaf_nodes_;
+      const int lb = node_b / leaf_nodes_;
+      if (la == lb) break;
+      const int spine = node_b % spines_;  // destination-mod-k
+      const int plane_base = fabric_first_link_ + rail_a * leaves_ * spines_;
+      out.push_back(Hop{fl(plane_base + la * spines_ + spine), true});
+      out.push_back(Hop{fl(plane_base + lb * spines_ + spine), false});
+      break;
+    }
+  }
+  out.push_back(Hop{fl(uplink_[static_cast<std::size_t>(node_b * nics + rail_b)]), false});
+}
+
+void LinkTopology::route(int src, int dst, std::vector<Hop>& out) const {
+  out.clear();
+  const int per = static_cast<int>(node_.vertices.size());
+  const int na = node_of(src);
+  const int nb = node_of(dst);
+  SHARDSIM_ASSERT(na >= 0 && nb >= 0, "routes run between devices and hosts");
+  const int la = src % per;
+  const int lb = dst % per;
+  if (na == nb) {
+    local_route(la, lb, na, out);
+    return;
+  }
+  auto device_index = [&](int local) {
+    const auto it = std::find(node_.devices.begin(), node_.devices.end(), local);
+    return it == node_.devices.end() ? 0 : static_cast<int>(it - node_.devices.begin());
+  };
+  auto rail_of = [&](int nic_local) {
+    return static_cast<int>(std::find(node_.nics.begin(), node_.nics.end(), nic_local) - node_.nics.begin());
+  };
+  const int nic_a = node_.nic_of_device[static_cast<std::size_t>(device_index(la))];
+  const int rail_a = rail_of(nic_a);
+  const int rail_b = rails_are_planes_ ? rail_a : rail_of(node_.nic_of_device[static_cast<std::size_t>(device_index(lb))]);
+  const int nic_b = node_.nics[static_cast<std::size_t>(rail_b)];
+  local_route(la, nic_a, na, out);
+  fabric_route(na, rail_a, nb, rail_b, out);
+  local_route(nic_b, lb, nb, out);
+}
+
+double LinkTopology::route_latency_s(const std::vector<Hop>& hops) const {
+  double s = 0.0;
+  for (const Hop& h : hops) s += link_latency_s(h.link);
+  return s;
+}
+
+std::string LinkTopology::to_simgrid_xml() const {
+  std::string o;
+  o += "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n";
+  o += fmt::format("<!-- {} ({} nodes); generated by shardsim topology. Routing is SimGrid's Dijkstra over the link "
+                   "graph: shortest paths, ties possibly broken differently from shardsim's own router. -->\n",
+                   description_, nodes_);
+  o += "<platform version=\"4.1\">\n";
+  o += fmt::format("  <zone id=\"{}\" routing=\"Dijkstra\">\n", name_);
+  const std::size_t nv = vertex_count();
+  for (std::size_t v = 0; v < nv; ++v) {
+    const Vertex x = vertex(static_cast<int>(v));
+    if (x.kind == VertexKind::kDevice || x.kind == VertexKind::kHost) {
+      o += fmt::format("    <host id=\"{}\" speed=\"1Gf\"/>\n", x.name);
+    } else {
+      o += fmt::format("    <router id=\"{}\"/>\n", x.name);
+    }
+  }
+  const std::size_t nl = link_count();
+  for (std::size_t l = 0; l < nl; ++l) {
+    const Link k = link(static_cast<int>(l));
+    o += fmt::format("    <link id=\"{}\" bandwidth=\"{:.6g}GBps\" latency=\"{:.6g}us\" sharing_policy=\"SPLITDUPLEX\"/>\n",
+                     k.name, k.bandwidth.value() / kGBps, k.latency.value() / kUs);
+  }
+  for (std::size_t l = 0; l < nl; ++l) {
+    const Link k = link(static_cast<int>(l));
+    o += fmt::format("    <route src=\"{}\" dst=\"{}\" symmetrical=\"YES\"><link_ctn id=\"{}\" direction=\"UP\"/></route>\n",
+                     vertex(k.a).name, vertex(k.b).name, k.name);
+  }
+  o += "  </zone>\n</platform>\n";
+  return o;
+}
+
+std::string LinkTopology::node_to_dot() const {
+  std::string o = fmt::format("graph \"{}\" {{\n  label=\"{}: one node\";\n", name_, description_);
+  for (const Vertex& v : node_.vertices) {
+    const char* shape = v.kind == VertexKind::kDevice ? "box" : v.kind == VertexKind::kHost ? "ellipse"
+                        : v.kind == VertexKind::kNic  ? "diamond" : "hexagon";
+    o += fmt::format("  \"{}\" [shape={}];\n", v.name, shape);
+  }
+  for (const Link& l : node_.links) {
+    o += fmt::format("  \"{}\" -- \"{}\" [label=\"{:.4g} GB/s\"];\n", node_.vertices[static_cast<std::size_t>(l.a)].name,
+                     node_.vertices[static_cast<std::size_t>(l.b)].name, l.bandwidth.value() / kGBps);
+  }
+  if (!node_.nics.empty()) {
+    o += "  \"fabric\" [shape=plaintext];\n";
+    for (std::size_t r = 0; r < node_.nics.size(); ++r) {
+      const double bw = uplink_.empty() ? 0.0 : fabric_links_[static_cast<std::size_t>(uplink_[r])].bandwidth.value();
+      o += fmt::format("  \"{}\" -- \"fabric\" [label=\"{:.4g} GB/s\", style=dashed];\n",
+                       node_.vertices[static_cast<std::size_t>(node_.nics[r])].name, bw / kGBps);
+    }
+  }
+  o += "}\n";
+  return o;
+}
+
+std::string LinkTopology::describe() const {
+  std::string o = fmt::format("{}\n  {} nodes, {} vertices, {} links ({} per node, {} in the fabric)\n", description_,
+                              nodes_, vertex_count(), link_count(), node_.links.size(), fabric_links_.size());
+  o += "  node links:\n";
+  for (const Link& l : node_.links) {
+    o += fmt::format("    {:<24} {:>9.4g} GB/s  {:>5.2f} us  [{}]\n", l.name, l.bandwidth.value() / kGBps,
+                     l.latency.value() / kUs, l.source);
+  }
+  if (!fabric_links_.empty()) {
+    o += "  fabric links (first of each kind):\n";
+    std::vector<std::string> seen;
+    for (const Link& l : fabric_links_) {
+      if (std::find(seen.begin(), seen.end(), l.source) != seen.end()) continue;
+      seen.push_back(l.source);
+      o += fmt::format("    {:<24} {:>9.4g} GB/s  {:>5.2f} us  [{}]\n", l.name, l.bandwidth.value() / kGBps,
+                       l.latency.value() / kUs, l.source);
+    }
+  }
+  return o;
+}
+
+}  // namespace shardsim::topology
