@@ -12,7 +12,7 @@ void run_simgrid_benchmarks(std::ostream& out, int max_gcds) {
          "Frontier link by link\n";
   out << fmt::format("  {:>6} {:>6} {:>7} {:>10} {:>9} {:>10} {:>12} {:>10} {:>9}\n", "GCDs", "nodes", "tasks",
                      "wall s", "peak MB", "flows", "iteration", "analytic", "diff");
-  for (int nodes : {1, 8, 48, 128, 384, 1024}) {
+  for (int nodes : {1, 2, 4, 8, 16, 32, 48, 64, 128, 256, 384, 512, 768, 1024}) {
     if (nodes * 8 > max_gcds) break;
     const std::string yaml = fmt::format(R"(
 name: bench-simgrid-{0}

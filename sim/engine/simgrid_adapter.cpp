@@ -83,20 +83,47 @@ struct NetSim::Impl {
   }
 };
 
+namespace {
+
+// CM02 without its TCP window bound or RTT weighting, cross-traffic off, no bandwidth or latency factors.
+std::unique_ptr<sg::Engine> make_engine(std::vector<std::string>& arg_text, std::vector<char*>& argv, int& argc) {
+  arg_text = {"shardsim",
+              "--log=root.thres:critical",
+              "--cfg=network/model:CM02",
+              "--cfg=network/crosstraffic:0",
+              "--cfg=network/weight-S:0",
+              "--cfg=network/TCP-gamma:1e18",
+              "--cfg=network/latency-factor:1.0",
+              "--cfg=network/bandwidth-factor:1.0"};
+  for (auto& a : arg_text) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  argc = static_cast<int>(arg_text.size());
+  return std::make_unique<sg::Engine>(&argc, argv.data());
+}
+
+}  // namespace
+
+double time_transfer_on_platform_file(const std::string& path, const std::string& src, const std::string& dst,
+                                      double bytes) {
+  std::vector<std::string> arg_text;
+  std::vector<char*> argv;
+  int argc = 0;
+  auto engine = make_engine(arg_text, argv, argc);
+  engine->load_platform(path);
+  sg::Host* a = engine->host_by_name(src);
+  sg::Host* b = engine->host_by_name(dst);
+  double end = -1.0;
+  sg::Actor::create("probe", a, [a, b, bytes, &end] {
+    sg::Comm::sendto(a, b, static_cast<std::uint64_t>(std::ceil(bytes)));
+    end = sg::Engine::get_clock();
+  });
+  engine->run();
+  return end;
+}
+
 NetSim::NetSim(const topology::LinkTopology& topology) : impl_(std::make_unique<Impl>()) {
   auto& m = *impl_;
-  m.arg_text = {"shardsim",
-                "--log=root.thres:critical",
-                "--cfg=network/model:CM02",
-                "--cfg=network/crosstraffic:0",
-                "--cfg=network/weight-S:0",
-                "--cfg=network/TCP-gamma:1e18",
-                "--cfg=network/latency-factor:1.0",
-                "--cfg=network/bandwidth-factor:1.0"};
-  for (auto& a : m.arg_text) m.argv.push_back(a.data());
-  m.argv.push_back(nullptr);
-  m.argc = static_cast<int>(m.arg_text.size());
-  m.engine = std::make_unique<sg::Engine>(&m.argc, m.argv.data());
+  m.engine = make_engine(m.arg_text, m.argv, m.argc);
 
   m.zone = new RouterZone(topology.name(), topology);  // owned by SimGrid: the root netzone
   sg::NetZone* z = m.zone->get_iface();
@@ -187,6 +214,9 @@ void NetSim::transfer(const std::vector<NetFlow>&) {}
 void NetSim::wait() {}
 bool NetSim::wait_until(double) { return true; }
 void NetSim::notify_all() {}
+double time_transfer_on_platform_file(const std::string&, const std::string&, const std::string&, double) {
+  return -1.0;
+}
 bool simgrid_available() { return false; }
 
 #endif

@@ -59,6 +59,12 @@ class NetSim {
   std::uint64_t flows_ = 0;
 };
 
+/** @brief Loads a SimGrid platform file (e.g. `shardsim topology --export`) with NetSim's configuration and
+ *  returns the simulated seconds one payload-free transfer of `bytes` from host `src` to host `dst` takes.
+ *  Uses SimGrid's global state: call it at most once per process, with no NetSim alive. */
+double time_transfer_on_platform_file(const std::string& path, const std::string& src, const std::string& dst,
+                                      double bytes);
+
 /** @brief Whether this build has SimGrid (the engine is unavailable otherwise). */
 bool simgrid_available();
 

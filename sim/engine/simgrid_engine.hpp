@@ -32,6 +32,8 @@ namespace shardsim::engine {
 struct SimGridOptions {
   topology::TopologyKind topology = topology::TopologyKind::kAuto;
   bool cache_collectives = true;  ///< replay identical collectives that run alone
+  /// simulate, in a group spanning many nodes, one node for all nodes whose traffic takes identical paths
+  bool node_symmetry = true;
   int busiest_links = 8;          ///< how many links NetworkReport::busiest keeps
 };
 

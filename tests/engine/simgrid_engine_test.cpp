@@ -3,13 +3,18 @@
 // an iteration down; results are deterministic.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "sim/engine/simgrid_adapter.hpp"
 #include "sim/engine/simgrid_engine.hpp"
 #include "sim/scenario/evaluate.hpp"
 #include "sim/scenario/scenario.hpp"
+#include "topology/cluster_presets.hpp"
 
 namespace {
 
@@ -108,6 +113,72 @@ TEST(SimGridEngine, CacheOffGivesTheSameTimeWhenCollectivesRunAlone) {
   const double t_off = engine::SimGridEngine(s.cluster, s.plan.algorithm, off).run(ev.graph).iteration_time.value();
   EXPECT_NEAR(t_on / t_off, 1.0, 0.01);
   (void)costs;
+}
+
+}  // namespace
+
+namespace {
+
+using namespace shardsim;
+
+// Runs `f` in a child process (SimGrid keeps global state) and returns the double it produced.
+template <typename F>
+double in_child(F f) {
+  int fds[2];
+  if (::pipe(fds) != 0) return -2.0;
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(fds[0]);
+    const double v = f();
+    (void)!::write(fds[1], &v, sizeof v);
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  double v = -3.0;
+  if (::read(fds[0], &v, sizeof v) != sizeof v) v = -4.0;
+  ::close(fds[0]);
+  ::waitpid(pid, nullptr, 0);
+  return v;
+}
+
+TEST(SimGridEngine, ExportedPlatformLoadsInSimGridAndTimesATransfer) {
+  if (!engine::simgrid_available()) GTEST_SKIP() << "built without SimGrid";
+  core::ClusterSpec c = *topology::find_cluster_preset("frontier");
+  c.nodes = 2;
+  const auto topo = topology::LinkTopology::build(c, topology::TopologyKind::kLinks);
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("shardsim-platform-" + std::to_string(::getpid()) + ".xml")).string();
+  {
+    std::ofstream out(path);
+    out << topo.to_simgrid_xml();
+  }
+  // 1 GB between nodes crosses one 25 GB/s Slingshot port (F1) each way: 40 ms plus a few microseconds.
+  const double t = in_child([&] { return engine::time_transfer_on_platform_file(path, "n0.gcd0", "n1.gcd3", 1e9); });
+  std::filesystem::remove(path);
+  EXPECT_GT(t, 0.040);
+  EXPECT_LT(t, 0.040 + 20e-6);
+}
+
+TEST(SimGridEngine, NodeSymmetryGivesTheTimesOfTheFullSimulation) {
+  if (!engine::simgrid_available()) GTEST_SKIP() << "built without SimGrid";
+  // 48 Frontier nodes (past the symmetry threshold), ZeRO-3 and ZeRO++: nodes on the same switch are simulated
+  // once; switch boundaries and the ring's wrap-around in full.
+  for (const char* plan : {"{zero_stage: 3, micro_batch: 1, global_batch: 768, recompute: full}",
+                           "{zero_stage: 3, micro_batch: 1, global_batch: 768, recompute: full, "
+                           "zero_quantized_weights: true, zero_quantized_gradients: true, zero_hpz_partition_size: 8}"}) {
+    const std::string yaml = std::string("name: t\nmodel: gpt-20b-frontier\ncluster: {preset: frontier, nodes: 48}\nplan: ") +
+                             plan + "\n";
+    const auto s = scenario::parse_scenarios(yaml, "<test>").front();
+    const auto ev = scenario::evaluate(s);
+    engine::SimGridOptions on;
+    on.topology = topology::TopologyKind::kLinks;
+    engine::SimGridOptions off = on;
+    off.node_symmetry = false;
+    const auto a = engine::SimGridEngine(s.cluster, s.plan.algorithm, on).run(ev.graph);
+    const auto b = engine::SimGridEngine(s.cluster, s.plan.algorithm, off).run(ev.graph);
+    EXPECT_NEAR(a.iteration_time.value() / b.iteration_time.value(), 1.0, 1e-3) << plan;
+    EXPECT_LT(a.network.flows, b.network.flows / 4) << plan;
+  }
 }
 
 }  // namespace
