@@ -10,6 +10,8 @@
 namespace shardsim::topology {
 namespace {
 
+using FabricKind = core::FabricSpec::Kind;
+
 constexpr double kGBps = 1e9;
 constexpr double kUs = 1e-6;
 // Links that only exist to attach a shared port (levels topology): never a bottleneck.
@@ -189,7 +191,7 @@ TopologyKind parse_topology_kind(const std::string& text, const std::string& key
 
 LinkTopology LinkTopology::build(const core::ClusterSpec& c, TopologyKind kind) {
   const bool preset = c.name == "frontier" || c.name == "lassen" || c.name == "dgx-h100";
-  if (kind == TopologyKind::kAuto) kind = preset ? TopologyKind::kLinks : TopologyKind::kLevels;
+  if (kind == TopologyKind::kAuto) kind = preset || c.topology ? TopologyKind::kLinks : TopologyKind::kLevels;
   LinkTopology t;
   t.name_ = c.name;
   t.nodes_ = c.nodes;
@@ -198,6 +200,9 @@ LinkTopology LinkTopology::build(const core::ClusterSpec& c, TopologyKind kind) 
     throw topology_error(c.name, fmt::format("at most {} nodes (the machine's size), got {}", c.max_nodes, c.nodes));
   }
   bool devices_forward = false;
+  if (kind == TopologyKind::kLinks && c.topology) {
+    return from_spec(*c.topology, c.name, c.nodes, c.devices_per_node);
+  }
   if (kind == TopologyKind::kLinks) {
     if (!preset) {
       throw topology_error(c.name, "a built-in machine (frontier, lassen, dgx-h100) for the link-accurate topology; "
@@ -206,26 +211,50 @@ LinkTopology LinkTopology::build(const core::ClusterSpec& c, TopologyKind kind) 
     if (c.name == "frontier") {
       t.node_ = frontier_node();
       devices_forward = true;  // Infinity Fabric routes through other GCDs (F2)
-      t.fabric_ = Fabric::kDragonfly;
-      t.group_nodes_ = 128;    // one cabinet per dragonfly group [unverified]
-      t.group_switches_ = 32;  // Rosetta switches per group [unverified]
-      t.nodes_per_switch_ = 4; // 16 endpoint ports per switch (4 nodes x 4 NICs) [unverified]; see switch_of
-      t.global_links_ = 4;     // about 4 links between every pair of groups [unverified]
+      auto& f = t.fab_;
+      f.kind = FabricKind::kDragonfly;
+      f.group_nodes = 128;           // one cabinet per dragonfly group [unverified]
+      f.group_switches = 32;         // Rosetta switches per group [unverified]
+      f.endpoints_per_switch = 16;   // 16 endpoint ports per switch [unverified]; see switch_of
+      f.global_links = 4;            // about 4 links between every pair of groups [unverified]
+      f.port_bandwidth = core::BytesPerSec(25.0 * kGBps);
+      f.port_latency = core::Seconds(1.0 * kUs);
+      f.port_source = "F1: Slingshot-11 NIC port 25 GB/s; latency [guess]";
+      f.switch_bandwidth = core::BytesPerSec(25.0 * kGBps);
+      f.switch_latency = core::Seconds(0.5 * kUs);
+      f.switch_source = "[unverified] all-to-all 200 Gb/s switch links inside a group; latency [guess]";
+      f.global_bandwidth = core::BytesPerSec(25.0 * kGBps);
+      f.global_latency = core::Seconds(1.0 * kUs);
+      f.global_source = "[unverified] ~4 global 200 Gb/s links per group pair; latency [guess]";
       t.description_ = "Frontier: HPE Cray EX235a nodes (F1, F2), Slingshot-11 dragonfly (groups of 128 nodes)";
     } else if (c.name == "lassen") {
       t.node_ = lassen_node();
-      t.fabric_ = Fabric::kFatTree;
-      t.rails_are_planes_ = true;  // dual-rail: one plane per HCA [unverified]
-      t.leaf_nodes_ = 18;          // [guess] 36-port EDR leaves, 18 down / 18 up
-      t.spines_ = 18;              // [guess] full bisection
+      auto& f = t.fab_;
+      f.kind = FabricKind::kFatTree;
+      f.rails_are_planes = true;  // dual-rail: one plane per HCA [unverified]
+      f.leaf_nodes = 18;          // [guess] 36-port EDR leaves, 18 down / 18 up
+      f.spines = 18;              // [guess] full bisection
+      f.port_bandwidth = core::BytesPerSec(12.5 * kGBps);
+      f.port_latency = core::Seconds(1.0 * kUs);
+      f.port_source = "S1, S2: EDR 12.5 GB/s per rail; latency [guess]";
+      f.switch_bandwidth = core::BytesPerSec(12.5 * kGBps);
+      f.switch_latency = core::Seconds(0.5 * kUs);
+      f.switch_source = "[guess] one EDR link from each leaf to each spine";
       t.description_ = "Lassen: IBM AC922 nodes (S1-S3), dual-rail EDR InfiniBand fat tree";
     } else {
       t.node_ = dgx_node();
       devices_forward = true;  // a transfer entering on another GPU's rail crosses NVLink through it (PXN)
-      t.fabric_ = Fabric::kFatTree;
-      t.rails_are_planes_ = true;  // rail-optimised: NIC k of every node on rail k's leaves
-      t.leaf_nodes_ = 32;          // [unverified] 32 DGX per scalable unit, one leaf per rail per SU
-      t.spines_ = 16;              // [guess] 64-port switches: 32 uplinks per leaf as 2 x 400 Gb/s to 16 spines
+      auto& f = t.fab_;
+      f.kind = FabricKind::kFatTree;
+      f.rails_are_planes = true;  // rail-optimised: NIC k of every node on rail k's leaves
+      f.leaf_nodes = 32;          // [unverified] 32 DGX per scalable unit, one leaf per rail per SU
+      f.spines = 16;              // [guess] 64-port switches: 32 uplinks per leaf as 2 x 400 Gb/s to 16 spines
+      f.port_bandwidth = core::BytesPerSec(50.0 * kGBps);
+      f.port_latency = core::Seconds(1.0 * kUs);
+      f.port_source = "MLPerf system file: 400 Gb/s per NIC; latency [guess]";
+      f.switch_bandwidth = core::BytesPerSec(100.0 * kGBps);
+      f.switch_latency = core::Seconds(0.5 * kUs);
+      f.switch_source = "[guess] 2 x 400 Gb/s from each leaf to each spine";
       t.description_ = "DGX H100: NVSwitch nodes, rail-optimised InfiniBand fat tree (NDR 400 Gb/s)";
     }
   } else {
@@ -240,14 +269,15 @@ LinkTopology LinkTopology::build(const core::ClusterSpec& c, TopologyKind kind) 
     }
     if (node_level + 1 == levels && c.nodes > 1) throw topology_error(c.name, "a network level above the node");
     t.node_ = levels_node(c, kind == TopologyKind::kIdeal, node_level);
-    t.fabric_ = Fabric::kCrossbar;
+    t.fab_.kind = FabricKind::kCrossbar;
     t.description_ = fmt::format("{}: derived from its network levels ({})", c.name,
                                  kind == TopologyKind::kIdeal ? "private per-rank links, nothing shared"
                                                               : "ports shared as the levels say");
     if (node_level + 1 < levels) {
       const auto& lv = c.levels[static_cast<std::size_t>(node_level + 1)];
-      t.fabric_latency_half_s_ = lv.latency.value() / 2.0;
-      t.fabric_port_Bps_ = (kind == TopologyKind::kIdeal ? lv.per_rank_bandwidth() : lv.link_bandwidth).value();
+      t.fab_.port_latency = core::Seconds(lv.latency.value() / 2.0);
+      t.fab_.port_bandwidth = kind == TopologyKind::kIdeal ? lv.per_rank_bandwidth() : lv.link_bandwidth;
+      t.fab_.port_source = fmt::format("level {}", lv.name);
     }
   }
   if (t.devices_per_node() != c.devices_per_node) {
@@ -255,16 +285,22 @@ LinkTopology LinkTopology::build(const core::ClusterSpec& c, TopologyKind kind) 
                                              t.devices_per_node(), c.devices_per_node));
   }
   t.devices_forward_ = devices_forward;
-  t.build_fabric(kind == TopologyKind::kLinks);
+  t.check_fabric();
+  t.build_fabric();
   t.finish_node_routes();
   return t;
 }
 
 LinkTopology LinkTopology::from_node_graph(std::string name, NodeGraph node, int nodes, int expected_devices,
-                                           bool devices_forward, core::BytesPerSec fabric_port) {
+                                           bool devices_forward, const core::FabricSpec& fabric) {
   LinkTopology t;
   t.name_ = std::move(name);
-  t.description_ = t.name_ + ": user node graph, crossbar fabric";
+  t.description_ = fmt::format("{}: node graph of the scenario ({} devices, {} links), {} fabric", t.name_,
+                               node.devices.size(), node.links.size(),
+                               fabric.kind == FabricKind::kCrossbar  ? "crossbar"
+                               : fabric.kind == FabricKind::kFatTree ? "fat-tree"
+                                                                     : "dragonfly");
+  if (nodes < 1) throw topology_error(t.name_, "at least one node");
   t.nodes_ = nodes;
   t.node_ = std::move(node);
   if (t.devices_per_node() != expected_devices) {
@@ -272,14 +308,107 @@ LinkTopology LinkTopology::from_node_graph(std::string name, NodeGraph node, int
                                               t.devices_per_node(), expected_devices));
   }
   t.devices_forward_ = devices_forward;
-  t.fabric_ = Fabric::kCrossbar;
-  t.fabric_port_Bps_ = fabric_port.value();
-  t.build_fabric(false);
+  t.fab_ = fabric;
+  t.check_fabric();
+  t.build_fabric();
   t.finish_node_routes();
   return t;
 }
 
-void LinkTopology::build_fabric(bool preset) {
+LinkTopology LinkTopology::from_spec(const core::NodeGraphSpec& spec, std::string name, int nodes,
+                                     int expected_devices) {
+  NodeGraph n;
+  auto add_all = [&](const std::vector<std::string>& names, VertexKind kind, std::vector<int>* into) {
+    for (const std::string& v : names) {
+      const int id = n.add_vertex(v, kind);
+      if (into) into->push_back(id);
+    }
+  };
+  add_all(spec.devices, VertexKind::kDevice, &n.devices);
+  std::vector<int> hosts;
+  add_all(spec.hosts, VertexKind::kHost, &hosts);
+  add_all(spec.nics, VertexKind::kNic, &n.nics);
+  add_all(spec.switches, VertexKind::kSwitch, nullptr);
+  auto find = [&](const std::string& v) {
+    for (std::size_t i = 0; i < n.vertices.size(); ++i) {
+      if (n.vertices[i].name == v) return static_cast<int>(i);
+    }
+    throw topology_error(name, fmt::format("a known vertex name (got '{}')", v));
+  };
+  for (const core::NodeLinkSpec& l : spec.links) {
+    n.add_link(find(l.a), find(l.b), l.bandwidth.value() / kGBps, l.latency.value() / kUs,
+               l.source.empty() ? spec.source : l.source);
+  }
+  // NIC and CPU of each device: as given, else the nearest by hops through the node graph (first on ties).
+  auto nearest = [&](int from, const std::vector<int>& among) {
+    std::vector<int> dist(n.vertices.size(), -1);
+    std::vector<int> frontier{from};
+    dist[static_cast<std::size_t>(from)] = 0;
+    while (!frontier.empty()) {
+      std::vector<int> next;
+      for (int u : frontier) {
+        for (const Link& l : n.links) {
+          const int v = l.a == u ? l.b : l.b == u ? l.a : -1;
+          if (v < 0 || dist[static_cast<std::size_t>(v)] >= 0) continue;
+          dist[static_cast<std::size_t>(v)] = dist[static_cast<std::size_t>(u)] + 1;
+          const VertexKind k = n.vertices[static_cast<std::size_t>(v)].kind;
+          if (transit_ok(k, spec.devices_forward)) next.push_back(v);
+        }
+      }
+      frontier = std::move(next);
+    }
+    int best = -1;
+    for (int c : among) {
+      const int d = dist[static_cast<std::size_t>(c)];
+      if (d >= 0 && (best < 0 || d < dist[static_cast<std::size_t>(best)])) best = c;
+    }
+    return best;
+  };
+  for (std::size_t i = 0; i < n.devices.size(); ++i) {
+    const std::string& nic = i < spec.nic_of_device.size() ? spec.nic_of_device[i] : std::string();
+    const std::string& host = i < spec.host_of_device.size() ? spec.host_of_device[i] : std::string();
+    n.nic_of_device.push_back(!nic.empty() ? find(nic) : nearest(n.devices[i], n.nics));
+    const int h = !host.empty() ? find(host) : nearest(n.devices[i], hosts);
+    if (h < 0) {
+      throw topology_error(name, fmt::format("a CPU linked to {} (host copies and offload need one)", spec.devices[i]));
+    }
+    n.host_of_device.push_back(h);
+  }
+  return from_node_graph(std::move(name), std::move(n), nodes, expected_devices, spec.devices_forward, spec.fabric);
+}
+
+void LinkTopology::check_fabric() const {
+  const auto& f = fab_;
+  const int nics = static_cast<int>(node_.nics.size());
+  if (nodes_ > 1 && nics == 0) {
+    throw topology_error(name_, "at least one NIC per node (the job spans more than one node)");
+  }
+  if (nics == 0) return;
+  if (!(f.port_bandwidth.value() > 0.0)) throw topology_error(name_, "a positive fabric port_bandwidth");
+  if (f.kind == FabricKind::kFatTree) {
+    if (f.leaf_nodes < 1 || f.spines < 1) throw topology_error(name_, "a fat tree with leaf_nodes >= 1 and spines >= 1");
+    if (!(f.switch_bandwidth.value() > 0.0)) throw topology_error(name_, "a positive fat-tree switch_bandwidth");
+  }
+  if (f.kind == FabricKind::kDragonfly) {
+    if (f.group_nodes < 1 || f.group_switches < 1 || f.endpoints_per_switch < 1 || f.global_links < 1) {
+      throw topology_error(name_, "a dragonfly with group_nodes, group_switches, endpoints_per_switch and "
+                                  "global_links >= 1");
+    }
+    // switch_of puts NIC r of `endpoints_per_switch` consecutive nodes on switch r of a set of `nics` switches.
+    const int sets = (f.group_nodes + f.endpoints_per_switch - 1) / f.endpoints_per_switch;
+    if (static_cast<long long>(sets) * nics > f.group_switches) {
+      throw topology_error(name_, fmt::format("at least {} switches per dragonfly group ({} nodes, {} NICs each, {} "
+                                              "endpoints per switch); got {}",
+                                              static_cast<long long>(sets) * nics, f.group_nodes, nics,
+                                              f.endpoints_per_switch, f.group_switches));
+    }
+    if (!(f.switch_bandwidth.value() > 0.0) || !(f.global_bandwidth.value() > 0.0)) {
+      throw topology_error(name_, "positive dragonfly switch_bandwidth and global_bandwidth");
+    }
+  }
+}
+
+void LinkTopology::build_fabric() {
   const int nics = static_cast<int>(node_.nics.size());
   const int base = nodes_ * static_cast<int>(node_.vertices.size());
   auto add_fabric_vertex = [&](std::string n) {
@@ -299,101 +428,94 @@ void LinkTopology::build_fabric(bool preset) {
     fabric_first_link_ = 0;
     return;
   }
-  switch (fabric_) {
-    case Fabric::kCrossbar: {
+  switch (fab_.kind) {
+    case FabricKind::kCrossbar: {
       const int x = add_fabric_vertex("fabric");
       for (int k = 0; k < nodes_; ++k) {
         for (int r = 0; r < nics; ++r) {
           uplink_.push_back(static_cast<int>(fabric_links_.size()));
-          add_fabric_link(fmt::format("n{}.nic{}-fabric", k, r), nic_vertex(k, r), x, fabric_port_Bps_,
-                          fabric_latency_half_s_, "network level above the node");
+          add_fabric_link(fmt::format("n{}.nic{}-fabric", k, r), nic_vertex(k, r), x, fab_.port_bandwidth.value(),
+                          fab_.port_latency.value(), fab_.port_source);
         }
       }
       fabric_first_link_ = static_cast<int>(fabric_links_.size());
       break;
     }
-    case Fabric::kDragonfly: {
-      groups_ = (nodes_ + group_nodes_ - 1) / group_nodes_;
+    case FabricKind::kDragonfly: {
+      groups_ = (nodes_ + fab_.group_nodes - 1) / fab_.group_nodes;
       for (int g = 0; g < groups_; ++g) {
-        for (int s = 0; s < group_switches_; ++s) add_fabric_vertex(fmt::format("g{}.sw{}", g, s));
+        for (int s = 0; s < fab_.group_switches; ++s) add_fabric_vertex(fmt::format("g{}.sw{}", g, s));
       }
       const int first_switch = base;
       for (int k = 0; k < nodes_; ++k) {
-        const int g = k / group_nodes_;
+        const int g = k / fab_.group_nodes;
         for (int r = 0; r < nics; ++r) {
           const int s = switch_of(k, r);
           uplink_.push_back(static_cast<int>(fabric_links_.size()));
           add_fabric_link(fmt::format("n{}.hsn{}-g{}.sw{}", k, r, g, s), nic_vertex(k, r),
-                          first_switch + g * group_switches_ + s, 25.0 * kGBps, 1.0 * kUs,
-                          "F1: Slingshot-11 NIC port 25 GB/s; latency [guess]");
+                          first_switch + g * fab_.group_switches + s, fab_.port_bandwidth.value(),
+                          fab_.port_latency.value(), fab_.port_source);
         }
       }
       fabric_first_link_ = static_cast<int>(fabric_links_.size());
       for (int g = 0; g < groups_; ++g) {
-        for (int s = 0; s < group_switches_; ++s) {
-          for (int u = s + 1; u < group_switches_; ++u) {
-            add_fabric_link(fmt::format("g{}.sw{}-sw{}", g, s, u), first_switch + g * group_switches_ + s,
-                            first_switch + g * group_switches_ + u, 25.0 * kGBps, 0.5 * kUs,
-                            "[unverified] all-to-all 200 Gb/s switch links inside a group; latency [guess]");
+        for (int s = 0; s < fab_.group_switches; ++s) {
+          for (int u = s + 1; u < fab_.group_switches; ++u) {
+            add_fabric_link(fmt::format("g{}.sw{}-sw{}", g, s, u), first_switch + g * fab_.group_switches + s,
+                            first_switch + g * fab_.group_switches + u, fab_.switch_bandwidth.value(),
+                            fab_.switch_latency.value(), fab_.switch_source);
           }
         }
       }
       global_first_link_ = static_cast<int>(fabric_links_.size());
       for (int ga = 0; ga < groups_; ++ga) {
         for (int gb = ga + 1; gb < groups_; ++gb) {
-          for (int j = 0; j < global_links_; ++j) {
-            const int sa = (gb * global_links_ + j) % group_switches_;
-            const int sb = (ga * global_links_ + j) % group_switches_;
-            add_fabric_link(fmt::format("global.g{}-g{}.{}", ga, gb, j), first_switch + ga * group_switches_ + sa,
-                            first_switch + gb * group_switches_ + sb, 25.0 * kGBps, 1.0 * kUs,
-                            "[unverified] ~4 global 200 Gb/s links per group pair; latency [guess]");
+          for (int j = 0; j < fab_.global_links; ++j) {
+            const int sa = (gb * fab_.global_links + j) % fab_.group_switches;
+            const int sb = (ga * fab_.global_links + j) % fab_.group_switches;
+            add_fabric_link(fmt::format("global.g{}-g{}.{}", ga, gb, j), first_switch + ga * fab_.group_switches + sa,
+                            first_switch + gb * fab_.group_switches + sb, fab_.global_bandwidth.value(),
+                            fab_.global_latency.value(), fab_.global_source);
           }
         }
       }
       break;
     }
-    case Fabric::kFatTree: {
+    case FabricKind::kFatTree: {
       planes_ = nics;
-      leaves_ = (nodes_ + leaf_nodes_ - 1) / leaf_nodes_;
-      const bool lassen = name_ == "lassen";
-      const double port_Bps = (lassen ? 12.5 : 50.0) * kGBps;
-      const double spine_Bps = (lassen ? 12.5 : 100.0) * kGBps;
-      const char* port_src = lassen ? "S1, S2: EDR 12.5 GB/s per rail; latency [guess]"
-                                    : "MLPerf system file: 400 Gb/s per NIC; latency [guess]";
-      const char* spine_src = lassen ? "[guess] one EDR link from each leaf to each spine"
-                                     : "[guess] 2 x 400 Gb/s from each leaf to each spine";
+      leaves_ = (nodes_ + fab_.leaf_nodes - 1) / fab_.leaf_nodes;
       for (int p = 0; p < planes_; ++p) {
         for (int i = 0; i < leaves_; ++i) add_fabric_vertex(fmt::format("rail{}.leaf{}", p, i));
-        for (int s = 0; s < spines_; ++s) add_fabric_vertex(fmt::format("rail{}.spine{}", p, s));
+        for (int s = 0; s < fab_.spines; ++s) add_fabric_vertex(fmt::format("rail{}.spine{}", p, s));
       }
       for (int k = 0; k < nodes_; ++k) {
         for (int r = 0; r < nics; ++r) {
           uplink_.push_back(static_cast<int>(fabric_links_.size()));
-          add_fabric_link(fmt::format("n{}.nic{}-rail{}.leaf{}", k, r, r, k / leaf_nodes_), nic_vertex(k, r),
-                          base + r * (leaves_ + spines_) + k / leaf_nodes_, port_Bps, 1.0 * kUs, port_src);
+          add_fabric_link(fmt::format("n{}.nic{}-rail{}.leaf{}", k, r, r, k / fab_.leaf_nodes), nic_vertex(k, r),
+                          base + r * (leaves_ + fab_.spines) + k / fab_.leaf_nodes, fab_.port_bandwidth.value(),
+                          fab_.port_latency.value(), fab_.port_source);
         }
       }
       fabric_first_link_ = static_cast<int>(fabric_links_.size());
       for (int p = 0; p < planes_; ++p) {
         for (int i = 0; i < leaves_; ++i) {
-          for (int s = 0; s < spines_; ++s) {
-            add_fabric_link(fmt::format("rail{}.leaf{}-spine{}", p, i, s), base + p * (leaves_ + spines_) + i,
-                            base + p * (leaves_ + spines_) + leaves_ + s, spine_Bps, 0.5 * kUs, spine_src);
+          for (int s = 0; s < fab_.spines; ++s) {
+            add_fabric_link(fmt::format("rail{}.leaf{}-spine{}", p, i, s), base + p * (leaves_ + fab_.spines) + i,
+                            base + p * (leaves_ + fab_.spines) + leaves_ + s, fab_.switch_bandwidth.value(),
+                            fab_.switch_latency.value(), fab_.switch_source);
           }
         }
       }
       break;
     }
   }
-  (void)preset;
 }
 
 int LinkTopology::switch_of(int node, int rail) const {
-  // [guess] a node's NICs on different switches: 16 consecutive nodes share `nics` switches, NIC r of each on
-  // the r-th of them (16 endpoint ports per switch).
+  // [guess] a node's NICs on different switches: `endpoints_per_switch` consecutive nodes share a set of `nics`
+  // switches, NIC r of each on the r-th of them (Frontier: 16 nodes, 16 endpoint ports per switch).
   const int nics = static_cast<int>(node_.nics.size());
-  const int span = nodes_per_switch_ * nics;  // nodes sharing one set of switches
-  return ((node % group_nodes_) / span) * nics + rail;
+  return ((node % fab_.group_nodes) / fab_.endpoints_per_switch) * nics + rail;
 }
 
 void LinkTopology::finish_node_routes() {
@@ -472,7 +594,7 @@ void LinkTopology::validate() const {
                                                 node_.vertices[static_cast<std::size_t>(node_.devices[i])].name, nodes_));
       }
       need(node_.devices[i], node_.nic_of_device[i]);
-      if (rails_are_planes_) {
+      if (fab_.rails_are_planes) {
         for (int nic : node_.nics) need(nic, node_.devices[i]);  // a transfer may enter on any rail
       } else {
         need(node_.nic_of_device[i], node_.devices[i]);
@@ -549,19 +671,19 @@ void LinkTopology::fabric_route(int node_a, int rail_a, int node_b, int rail_b, 
   const int links_base = nodes_ * static_cast<int>(node_.links.size());
   auto fl = [&](int f) { return links_base + f; };
   out.push_back(Hop{fl(uplink_[static_cast<std::size_t>(node_a * nics + rail_a)]), true});
-  switch (fabric_) {
-    case Fabric::kCrossbar: break;
-    case Fabric::kDragonfly: {
-      const int ga = node_a / group_nodes_;
-      const int gb = node_b / group_nodes_;
+  switch (fab_.kind) {
+    case FabricKind::kCrossbar: break;
+    case FabricKind::kDragonfly: {
+      const int ga = node_a / fab_.group_nodes;
+      const int gb = node_b / fab_.group_nodes;
       const int sa = switch_of(node_a, rail_a);
       const int sb = switch_of(node_b, rail_b);
-      const int per_group = group_switches_ * (group_switches_ - 1) / 2;
+      const int per_group = fab_.group_switches * (fab_.group_switches - 1) / 2;
       auto intra = [&](int g, int s, int u) {
         if (s == u) return;
         const int lo = std::min(s, u);
         const int hi = std::max(s, u);
-        const int idx = lo * group_switches_ - lo * (lo + 1) / 2 + (hi - lo - 1);
+        const int idx = lo * fab_.group_switches - lo * (lo + 1) / 2 + (hi - lo - 1);
         out.push_back(Hop{fl(fabric_first_link_ + g * per_group + idx), s < u});
       };
       if (ga == gb) {
@@ -571,26 +693,26 @@ void LinkTopology::fabric_route(int node_a, int rail_a, int node_b, int rail_b, 
       // Minimal routing: to the gateway switch of the destination group, one global link, then to the
       // destination switch. The global link of the pair is picked by the endpoints and the NIC, so the NICs of a
       // node spread over the pair's links (deterministic; Slingshot's adaptive routing is not modelled).
-      const int j = (node_a + node_b + rail_a) % global_links_;
-      const int gw_a = (gb * global_links_ + j) % group_switches_;
-      const int gw_b = (ga * global_links_ + j) % group_switches_;
+      const int j = (node_a + node_b + rail_a) % fab_.global_links;
+      const int gw_a = (gb * fab_.global_links + j) % fab_.group_switches;
+      const int gw_b = (ga * fab_.global_links + j) % fab_.group_switches;
       intra(ga, sa, gw_a);
       const int lo = std::min(ga, gb);
       const int hi = std::max(ga, gb);
       const int pair = lo * groups_ - lo * (lo + 1) / 2 + (hi - lo - 1);
-      out.push_back(Hop{fl(global_first_link_ + pair * global_links_ + j), ga < gb});
+      out.push_back(Hop{fl(global_first_link_ + pair * fab_.global_links + j), ga < gb});
       intra(gb, gw_b, sb);
       break;
     }
-    case Fabric::kFatTree: {
+    case FabricKind::kFatTree: {
       SHARDSIM_ASSERT(rail_a == rail_b, "fat-tree planes do not meet");
-      const int la = node_a / leaf_nodes_;
-      const int lb = node_b / leaf_nodes_;
+      const int la = node_a / fab_.leaf_nodes;
+      const int lb = node_b / fab_.leaf_nodes;
       if (la == lb) break;
-      const int spine = node_b % spines_;  // destination-mod-k
-      const int plane_base = fabric_first_link_ + rail_a * leaves_ * spines_;
-      out.push_back(Hop{fl(plane_base + la * spines_ + spine), true});
-      out.push_back(Hop{fl(plane_base + lb * spines_ + spine), false});
+      const int spine = node_b % fab_.spines;  // destination-mod-k
+      const int plane_base = fabric_first_link_ + rail_a * leaves_ * fab_.spines;
+      out.push_back(Hop{fl(plane_base + la * fab_.spines + spine), true});
+      out.push_back(Hop{fl(plane_base + lb * fab_.spines + spine), false});
       break;
     }
   }
@@ -618,7 +740,7 @@ void LinkTopology::route(int src, int dst, std::vector<Hop>& out) const {
   };
   const int nic_a = node_.nic_of_device[static_cast<std::size_t>(device_index(la))];
   const int rail_a = rail_of(nic_a);
-  const int rail_b = rails_are_planes_ ? rail_a : rail_of(node_.nic_of_device[static_cast<std::size_t>(device_index(lb))]);
+  const int rail_b = fab_.rails_are_planes ? rail_a : rail_of(node_.nic_of_device[static_cast<std::size_t>(device_index(lb))]);
   const int nic_b = node_.nics[static_cast<std::size_t>(rail_b)];
   local_route(la, nic_a, na, out);
   fabric_route(na, rail_a, nb, rail_b, out);

@@ -71,10 +71,12 @@ class LinkTopology {
   /** @brief Builds `cluster`'s machine as `kind` says (cluster.nodes nodes). Throws core::ConfigError for a
    *  preset that does not fit the cluster (device count, node count) or a cluster it cannot derive. */
   static LinkTopology build(const core::ClusterSpec& cluster, TopologyKind kind);
-  /** @brief A user-described node graph, `nodes` copies of it on one crossbar with ports of `fabric_port`;
-   *  throws core::ConfigError when the graph's device count is not `expected_devices`. */
+  /** @brief `nodes` copies of `node` joined by `fabric`; throws core::ConfigError when the graph's device count
+   *  is not `expected_devices` or the fabric's parameters do not fit. */
   static LinkTopology from_node_graph(std::string name, NodeGraph node, int nodes, int expected_devices,
-                                      bool devices_forward, core::BytesPerSec fabric_port);
+                                      bool devices_forward, const core::FabricSpec& fabric);
+  /** @brief A scenario's `cluster.topology` (names resolved; NICs and CPUs not given: the nearest). */
+  static LinkTopology from_spec(const core::NodeGraphSpec& spec, std::string name, int nodes, int expected_devices);
 
   /** @brief Checks bandwidths and reachability (every device to every device of its node, to its NIC and
    *  CPU, and the first node to the last); throws core::ConfigError before anything is simulated. */
@@ -114,8 +116,8 @@ class LinkTopology {
   [[nodiscard]] std::string describe() const;
 
  private:
-  enum class Fabric : std::uint8_t { kCrossbar, kDragonfly, kFatTree };
-  void build_fabric(bool preset);
+  void check_fabric() const;
+  void build_fabric();
   void finish_node_routes();
   void local_route(int src_local, int dst_local, int node, std::vector<Hop>& out) const;
   void fabric_route(int node_a, int rail_a, int node_b, int rail_b, std::vector<Hop>& out) const;
@@ -130,21 +132,10 @@ class LinkTopology {
   std::vector<Vertex> fabric_vertices_;
   std::vector<Link> fabric_links_;  ///< a, b: global vertex numbers
   std::vector<int> uplink_;         ///< [node * nics + rail]: fabric link from that NIC (forward = up)
-  Fabric fabric_ = Fabric::kCrossbar;
-  bool rails_are_planes_ = false;  ///< enter the destination node on the source's rail
-  bool devices_forward_ = false;   ///< devices may forward traffic inside a node (Infinity Fabric)
-  double fabric_port_Bps_ = 0.0;   ///< crossbar: port bandwidth
-  double fabric_latency_half_s_ = 0.0;  ///< crossbar: latency of each port link
-  // Dragonfly: groups of `group_nodes_` nodes, `group_switches_` switches each, `global_links_` per group pair.
-  int group_nodes_ = 0;
-  int group_switches_ = 0;
-  int nodes_per_switch_ = 0;
-  int global_links_ = 0;
-  int groups_ = 0;
-  // Fat tree: per plane, leaves of `leaf_nodes_` nodes and `spines_` spines.
-  int leaf_nodes_ = 0;
-  int spines_ = 0;
-  int leaves_ = 0;
+  core::FabricSpec fab_;
+  bool devices_forward_ = false;  ///< devices may forward traffic inside a node (Infinity Fabric)
+  int groups_ = 0;                ///< dragonfly groups in the job
+  int leaves_ = 0;                ///< fat-tree leaves per plane
   int planes_ = 0;
   int fabric_first_link_ = 0;  ///< index of the first inter-switch link in fabric_links_
   int global_first_link_ = 0;  ///< dragonfly: index of the first global link in fabric_links_

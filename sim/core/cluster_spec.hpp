@@ -2,13 +2,15 @@
 // ClusterSpec: the machine a job runs on, as the analytical engine sees it: identical devices, a host per
 // node, and the network as nested levels (e.g. Frontier: GCD pair -> node -> dragonfly). Each level has a
 // domain size (ranks inside one domain of that level), the bandwidth of one link/port at that level, how
-// many ranks share that port, and a latency. Link-by-link topologies live in topology/ (later work).
+// many ranks share that port, and a latency. Link-by-link topologies are built in topology/ (link_topology.hpp).
 #include <array>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "sim/core/dtype.hpp"
+#include "sim/core/topology_spec.hpp"
 #include "sim/core/units.hpp"
 
 namespace shardsim::core {
@@ -54,6 +56,9 @@ struct ClusterSpec {
   HostSpec host;
   std::vector<NetworkLevel> levels;  ///< innermost first; domain sizes strictly increase, each divides the next
   std::string source;
+  /// the machine link by link, when the scenario describes it (else the SimGrid engine uses a built-in
+  /// machine's links or derives them from the levels); shared, so copies of a spec stay cheap
+  std::shared_ptr<const NodeGraphSpec> topology;
 
   [[nodiscard]] int total_devices() const { return nodes * devices_per_node; }
   /** @brief Index of the level whose domain is one node. Precondition: validated spec. */

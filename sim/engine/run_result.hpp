@@ -51,6 +51,7 @@ struct LinkLoad {
   double bytes = 0.0;         ///< bytes moved over it in one iteration
   double bandwidth_Bps = 0.0;
   double utilisation = 0.0;   ///< bytes / (bandwidth x iteration time)
+  double bound_s = 0.0;       ///< summed bytes/bandwidth of the collectives this link bounds
 };
 
 /** @brief What the SimGrid engine adds to a run (empty for the analytical engine). */
@@ -61,7 +62,10 @@ struct NetworkReport {
   std::uint64_t cached_collectives = 0;  ///< identical collectives replayed from an isolated run
   double wall_s = 0.0;                   ///< wall time of the simulation
   double peak_rss_mb = 0.0;              ///< peak resident memory of the simulation process
-  std::vector<LinkLoad> busiest;         ///< highest utilisation first
+  std::vector<LinkLoad> busiest;         ///< highest utilisation first; one per kind of link (see link_kind)
+  std::vector<LinkLoad> bounding;        ///< links that bound collectives, most bound time first; one per kind
+  double step_latency_s = 0.0;           ///< per-step latency summed over the collectives (not wall time)
+  double bandwidth_s = 0.0;              ///< bytes/bandwidth of each collective's bounding link, summed
 };
 
 struct RunResult {

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -119,6 +120,10 @@ struct Phase {
 struct CommPlan {
   std::vector<Phase> phases;
   std::vector<std::pair<int, double>> link_bytes;  // (2 * link + reverse, bytes)
+  double codec_s = 0.0;    // compression kernels (part of the phases' pre-delays)
+  double latency_s = 0.0;  // per-step latencies beyond each phase's first step (the rest of the pre-delays)
+  int bound_link = -1;     // link direction with the most bytes per bandwidth: what bounds the plan alone
+  double bound_s = 0.0;    // its bytes / bandwidth
 };
 
 struct PlanKey {
@@ -195,6 +200,7 @@ class Planner {
       const CodecVolume v = codec_volume(t.op, n, t.bytes);
       codec_s = v.compressed * codec.compress_s_per_byte + v.decompressed * codec.decompress_s_per_byte;
     }
+    p.codec_s = codec_s;
     const CollectiveEstimate est = estimate_collective(c_, shape, t.op, core::Bytes(wire), algorithm_);
     const GroupGeometry geo = place_group(c_, shape, base, block_);
     const double nn = n;
@@ -318,9 +324,18 @@ class Planner {
     }
     std::sort(touched_.begin(), touched_.end());
     for (int k : touched_) {
-      p.link_bytes.emplace_back(k, scratch_[static_cast<std::size_t>(k)]);
+      const double b = scratch_[static_cast<std::size_t>(k)];
+      p.link_bytes.emplace_back(k, b);
       scratch_[static_cast<std::size_t>(k)] = 0.0;
+      const double s = b / topo_.link_bandwidth_Bps(k / 2);
+      if (s > p.bound_s) {
+        p.bound_s = s;
+        p.bound_link = k;
+      }
     }
+    double delays = 0.0;
+    for (const Phase& ph : p.phases) delays += ph.pre_delay_s;
+    p.latency_s = std::max(0.0, delays - p.codec_s);
   }
 
   const core::ClusterSpec& c_;
@@ -347,6 +362,7 @@ struct SimOutput {
   std::vector<TaskTiming> timings;
   NetworkReport report;
   std::vector<double> link_bytes;
+  std::vector<double> bound_s;  // per link direction: summed bytes/bandwidth of the collectives it bounds
 };
 
 class Simulation {
@@ -359,6 +375,7 @@ class Simulation {
     const auto& tasks = g_.tasks();
     out_.timings.assign(tasks.size(), TaskTiming{});
     out_.link_bytes.assign(2 * topo_.link_count(), 0.0);
+    out_.bound_s.assign(2 * topo_.link_count(), 0.0);
     done_.assign(tasks.size(), 0);
     const std::size_t roles = std::max<std::size_t>(1, g_.roles().size());
     std::vector<std::vector<TaskId>> queues(roles * kStreams);
@@ -424,6 +441,9 @@ class Simulation {
     const int pi = plan_index(t);
     const CommPlan& p = plans_[static_cast<std::size_t>(pi)];
     for (const auto& [k, b] : p.link_bytes) out_.link_bytes[static_cast<std::size_t>(k)] += b;
+    if (p.bound_link >= 0) out_.bound_s[static_cast<std::size_t>(p.bound_link)] += p.bound_s;
+    out_.report.step_latency_s += p.latency_s;
+    out_.report.bandwidth_s += p.bound_s;
     if (p.phases.empty()) return;
     Running me;
     const double replay = isolated_[static_cast<std::size_t>(pi)];
@@ -530,6 +550,25 @@ std::string read_all(int fd) {
   return s;
 }
 
+// A link's kind: its label with node numbers replaced ("n12.gcd0-gcd2" -> "n*.gcd0-gcd2").
+std::string link_kind(const std::string& label) {
+  std::string o;
+  for (std::size_t i = 0; i < label.size(); ++i) {
+    const bool word_start = i == 0 || !std::isalnum(static_cast<unsigned char>(label[i - 1]));
+    if (label[i] == 'n' && word_start && i + 1 < label.size() && std::isdigit(static_cast<unsigned char>(label[i + 1]))) {
+      std::size_t j = i + 1;
+      while (j < label.size() && std::isdigit(static_cast<unsigned char>(label[j]))) ++j;
+      if (j < label.size() && label[j] == '.') {
+        o += "n*";
+        i = j - 1;
+        continue;
+      }
+    }
+    o += label[i];
+  }
+  return o;
+}
+
 std::string link_label(const topology::LinkTopology& topo, int key) {
   const topology::Link l = topo.link(key / 2);
   const bool reverse = key % 2 == 1;
@@ -584,23 +623,42 @@ void SimGridEngine::run(const TaskGraph& g, const EngineOptions& options, RunRes
       w.num(static_cast<double>(so.report.cached_collectives));
       double finish = 0.0;
       for (const TaskTiming& t : so.timings) finish = std::max(finish, t.end_s);
-      // The busiest link directions, by utilisation over the iteration (ties: lower link first).
-      std::vector<std::pair<double, int>> util;
-      for (std::size_t k = 0; k < so.link_bytes.size(); ++k) {
-        if (so.link_bytes[k] <= 0.0) continue;
-        const double bw = topology_.link_bandwidth_Bps(static_cast<int>(k / 2));
-        util.emplace_back(finish > 0.0 ? so.link_bytes[k] / (bw * finish) : 0.0, static_cast<int>(k));
+      w.num(so.report.step_latency_s);
+      w.num(so.report.bandwidth_s);
+      // The busiest link directions by utilisation over the iteration, and the links that bound collectives by
+      // bound time; one link per kind (the same link in another node), ties: lower link first.
+      auto write_top = [&](const std::vector<double>& score) {
+        std::vector<std::pair<double, int>> ranked;
+        for (std::size_t k = 0; k < score.size(); ++k) {
+          if (score[k] > 0.0) ranked.emplace_back(score[k], static_cast<int>(k));
+        }
+        std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+        std::vector<std::string> kinds;
+        std::vector<int> top;
+        for (const auto& [v, k] : ranked) {
+          if (static_cast<int>(top.size()) >= options_.busiest_links) break;
+          std::string kind = link_kind(link_label(topology_, k));
+          if (std::find(kinds.begin(), kinds.end(), kind) != kinds.end()) continue;
+          kinds.push_back(std::move(kind));
+          top.push_back(k);
+        }
+        w.num(static_cast<double>(top.size()));
+        for (const int k : top) {
+          const auto ki = static_cast<std::size_t>(k);
+          const double bw = topology_.link_bandwidth_Bps(k / 2);
+          w.text(link_label(topology_, k));
+          w.num(so.link_bytes[ki]);
+          w.num(bw);
+          w.num(finish > 0.0 ? so.link_bytes[ki] / (bw * finish) : 0.0);
+          w.num(so.bound_s[ki]);
+        }
+      };
+      std::vector<double> util(so.link_bytes.size(), 0.0);
+      for (std::size_t k = 0; k < util.size(); ++k) {
+        util[k] = so.link_bytes[k] / topology_.link_bandwidth_Bps(static_cast<int>(k / 2));
       }
-      std::stable_sort(util.begin(), util.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-      const std::size_t keep = std::min(util.size(), static_cast<std::size_t>(std::max(0, options_.busiest_links)));
-      w.num(static_cast<double>(keep));
-      for (std::size_t i = 0; i < keep; ++i) {
-        const int k = util[i].second;
-        w.text(link_label(topology_, k));
-        w.num(so.link_bytes[static_cast<std::size_t>(k)]);
-        w.num(topology_.link_bandwidth_Bps(k / 2));
-        w.num(util[i].first);
-      }
+      write_top(util);
+      write_top(so.bound_s);
       rusage ru{};
       ::getrusage(RUSAGE_SELF, &ru);
       w.num(static_cast<double>(ru.ru_maxrss) / 1024.0);
@@ -635,14 +693,19 @@ void SimGridEngine::run(const TaskGraph& g, const EngineOptions& options, RunRes
   rep.flows = static_cast<std::uint64_t>(rd.num());
   rep.live_collectives = static_cast<std::uint64_t>(rd.num());
   rep.cached_collectives = static_cast<std::uint64_t>(rd.num());
-  const auto keep = static_cast<std::size_t>(rd.num());
-  for (std::size_t i = 0; i < keep; ++i) {
-    LinkLoad l;
-    l.name = rd.text();
-    l.bytes = rd.num();
-    l.bandwidth_Bps = rd.num();
-    l.utilisation = rd.num();
-    rep.busiest.push_back(std::move(l));
+  rep.step_latency_s = rd.num();
+  rep.bandwidth_s = rd.num();
+  for (auto* list : {&rep.busiest, &rep.bounding}) {
+    const auto keep = static_cast<std::size_t>(rd.num());
+    for (std::size_t i = 0; i < keep; ++i) {
+      LinkLoad l;
+      l.name = rd.text();
+      l.bytes = rd.num();
+      l.bandwidth_Bps = rd.num();
+      l.utilisation = rd.num();
+      l.bound_s = rd.num();
+      list->push_back(std::move(l));
+    }
   }
   rep.peak_rss_mb = rd.num();
   rep.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();

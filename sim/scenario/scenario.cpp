@@ -12,6 +12,7 @@
 #include "sim/scenario/hf_config.hpp"
 #include "sim/scenario/text_file.hpp"
 #include "topology/cluster_presets.hpp"
+#include "topology/link_topology.hpp"
 
 namespace shardsim::scenario {
 namespace {
@@ -151,6 +152,119 @@ std::vector<core::NetworkLevel> parse_network(const ConfigNode& n) {
   return levels;
 }
 
+// cluster.topology: one node link by link and the fabric between nodes (names checked here; routes when the
+// topology is built, see parse_cluster).
+std::shared_ptr<const core::NodeGraphSpec> parse_topology(const ConfigNode& n, const core::ClusterSpec& c) {
+  n.expect_map({"devices", "hosts", "nics", "switches", "devices_forward", "links", "attach", "fabric"});
+  auto t = std::make_shared<core::NodeGraphSpec>();
+  t->source = n.file();
+  std::vector<std::string> names;
+  auto read_names = [&](const char* key, std::vector<std::string>& into, bool required) {
+    const auto v = required ? std::optional<ConfigNode>(n.get(key)) : n.find(key);
+    if (!v) return;
+    for (const ConfigNode& it : v->items()) {
+      std::string name = it.as_string();
+      if (name.empty()) it.fail("expected a vertex name");
+      if (std::find(names.begin(), names.end(), name) != names.end()) {
+        it.fail(fmt::format("expected a name not used before in the node graph (got '{}' again)", name));
+      }
+      names.push_back(name);
+      into.push_back(std::move(name));
+    }
+  };
+  read_names("devices", t->devices, true);
+  read_names("hosts", t->hosts, false);
+  read_names("nics", t->nics, false);
+  read_names("switches", t->switches, false);
+  const ConfigNode devices = n.get("devices");
+  if (static_cast<int>(t->devices.size()) != c.devices_per_node) {
+    devices.fail(fmt::format("expected {} devices (the cluster's devices_per_node); got {}", c.devices_per_node,
+                             t->devices.size()));
+  }
+  auto known = [&](const ConfigNode& at) {
+    std::string v = at.as_string();
+    if (std::find(names.begin(), names.end(), v) == names.end()) {
+      at.fail(fmt::format("expected a vertex of the node graph (devices, hosts, nics, switches); got '{}'{}", v,
+                          suggest(v, names)));
+    }
+    return v;
+  };
+  if (auto v = n.find("devices_forward")) t->devices_forward = v->as_bool();
+  for (const ConfigNode& it : n.get("links").items()) {
+    it.expect_map({"between", "bandwidth", "latency", "source"});
+    const ConfigNode between = it.get("between");
+    const auto ends = between.items();
+    if (ends.size() != 2) between.fail("expected two vertex names: [a, b]");
+    core::NodeLinkSpec l;
+    l.a = known(ends[0]);
+    l.b = known(ends[1]);
+    if (l.a == l.b) between.fail("expected two different vertices");
+    l.bandwidth = it.get("bandwidth").as_bandwidth();
+    l.latency = core::Seconds(0.0);
+    if (auto v = it.find("latency")) l.latency = v->as_duration();
+    if (auto v = it.find("source")) l.source = v->as_string();
+    t->links.push_back(std::move(l));
+  }
+  t->nic_of_device.assign(t->devices.size(), "");
+  t->host_of_device.assign(t->devices.size(), "");
+  if (auto a = n.find("attach")) {
+    for (const auto& [dev, what] : a->entries()) {
+      const auto it = std::find(t->devices.begin(), t->devices.end(), dev);
+      if (it == t->devices.end()) what.fail(fmt::format("expected a device name as the key; '{}' is not one", dev));
+      const auto i = static_cast<std::size_t>(it - t->devices.begin());
+      what.expect_map({"nic", "host"});
+      if (auto v = what.find("nic")) {
+        t->nic_of_device[i] = known(*v);
+        if (std::find(t->nics.begin(), t->nics.end(), t->nic_of_device[i]) == t->nics.end()) v->fail("expected a NIC");
+      }
+      if (auto v = what.find("host")) {
+        t->host_of_device[i] = known(*v);
+        if (std::find(t->hosts.begin(), t->hosts.end(), t->host_of_device[i]) == t->hosts.end()) v->fail("expected a host");
+      }
+    }
+  }
+  // The fabric: by default a crossbar whose ports are the network level above the node.
+  core::FabricSpec& f = t->fabric;
+  const int above = c.node_level() + 1;
+  if (above < static_cast<int>(c.levels.size())) {
+    const auto& lv = c.levels[static_cast<std::size_t>(above)];
+    f.port_bandwidth = lv.link_bandwidth;
+    f.port_latency = core::Seconds(lv.latency.value() / 2.0);
+  }
+  f.port_source = f.switch_source = f.global_source = n.file();
+  if (auto fn = n.find("fabric")) {
+    const std::string kind = fn->get("kind").as_choice({"crossbar", "fat_tree", "dragonfly"});
+    if (kind == "crossbar") {
+      fn->expect_map({"kind", "port_bandwidth", "port_latency", "rails"});
+    } else if (kind == "fat_tree") {
+      fn->expect_map({"kind", "port_bandwidth", "port_latency", "switch_bandwidth", "switch_latency", "leaf_nodes",
+                      "spines"});
+      f.kind = core::FabricSpec::Kind::kFatTree;
+      f.rails_are_planes = true;
+      f.switch_bandwidth = fn->get("switch_bandwidth").as_bandwidth();
+      f.leaf_nodes = fn->get("leaf_nodes").as_positive_int();
+      f.spines = fn->get("spines").as_positive_int();
+    } else {
+      fn->expect_map({"kind", "port_bandwidth", "port_latency", "switch_bandwidth", "switch_latency", "rails",
+                      "group_nodes", "group_switches", "endpoints_per_switch", "global_links", "global_bandwidth",
+                      "global_latency"});
+      f.kind = core::FabricSpec::Kind::kDragonfly;
+      f.switch_bandwidth = fn->get("switch_bandwidth").as_bandwidth();
+      f.group_nodes = fn->get("group_nodes").as_positive_int();
+      f.group_switches = fn->get("group_switches").as_positive_int();
+      f.endpoints_per_switch = fn->get("endpoints_per_switch").as_positive_int();
+      f.global_links = fn->get("global_links").as_positive_int();
+      f.global_bandwidth = fn->get("global_bandwidth").as_bandwidth();
+      if (auto v = fn->find("global_latency")) f.global_latency = v->as_duration();
+    }
+    if (auto v = fn->find("port_bandwidth")) f.port_bandwidth = v->as_bandwidth();
+    if (auto v = fn->find("port_latency")) f.port_latency = v->as_duration();
+    if (auto v = fn->find("switch_latency")) f.switch_latency = v->as_duration();
+    if (auto v = fn->find("rails")) f.rails_are_planes = v->as_choice({"planes", "shared"}) == "planes";
+  }
+  return t;
+}
+
 core::ClusterSpec parse_cluster(const ConfigNode& n) {
   auto preset_or_fail = [](const ConfigNode& at, const std::string& name) {
     const core::ClusterSpec* p = topology::find_cluster_preset(name);
@@ -165,7 +279,7 @@ core::ClusterSpec parse_cluster(const ConfigNode& n) {
   if (n.is_scalar()) {
     c = preset_or_fail(n, n.as_string());
   } else {
-    n.expect_map({"preset", "name", "nodes", "devices_per_node", "device", "host", "network"});
+    n.expect_map({"preset", "name", "nodes", "devices_per_node", "device", "host", "network", "topology"});
     if (auto p = n.find("preset")) {
       c = preset_or_fail(*p, p->as_string());
     } else {
@@ -204,6 +318,19 @@ core::ClusterSpec parse_cluster(const ConfigNode& n) {
   if (c.levels.back().domain_ranks < c.total_devices()) {
     net_at.fail(fmt::format("the outermost level spans {} ranks but the job has {} devices; use ranks: all",
                             c.levels.back().domain_ranks, c.total_devices()));
+  }
+  if (!n.is_scalar() && n.has("topology")) {
+    const ConfigNode at = n.get("topology");
+    c.topology = parse_topology(at, c);
+    // Routes, bandwidths and the fabric's shape are checked by building the topology before anything is
+    // simulated; two nodes suffice (the checks are per node and per fabric kind, not per node count).
+    try {
+      core::ClusterSpec small = c;
+      small.nodes = std::min(c.nodes, 2);
+      topology::LinkTopology::build(small, topology::TopologyKind::kLinks).validate();
+    } catch (const ConfigError& e) {
+      at.fail("expected " + e.expected());
+    }
   }
   return c;
 }

@@ -111,3 +111,22 @@ TEST(SimGridCli, BadInputIsExitCodeTwo) {
 }
 
 }  // namespace
+
+namespace {
+
+// A user-described node graph and fabric, run on the scenario's own engine (simgrid): the whole report,
+// network section included, is deterministic and kept as a golden file.
+TEST(SimGridCli, UserTopologyReportMatchesTheGoldenFile) {
+  if (!shardsim::engine::simgrid_available()) GTEST_SKIP() << "built without SimGrid";
+  const Outcome r = run("run scenarios/pcie_box_user_topology.yaml");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("node graph of the scenario (4 devices, 7 links), fat-tree fabric"), std::string::npos);
+  const fs::path golden = kSource / "tests" / "golden" / "pcie_box_user_topology.txt";
+  if (std::getenv("SHARDSIM_UPDATE_GOLDEN")) {
+    std::ofstream(golden, std::ios::binary) << r.out;
+    GTEST_SKIP() << "rewrote " << golden;
+  }
+  EXPECT_EQ(r.out, read(golden));
+}
+
+}  // namespace

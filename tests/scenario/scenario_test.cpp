@@ -386,3 +386,78 @@ TEST(ScenarioYamlDump, EveryPresetRoundTrips) {
 
 }  // namespace
 }  // namespace shardsim::scenario
+
+// ------------------------------------------------------------------ cluster.topology (a user's node graph)
+namespace shardsim::scenario {
+namespace {
+
+const char* kTopo = R"(name: box
+model: llama2-7b
+cluster:
+  name: pcie-box
+  nodes: 4
+  devices_per_node: 4
+  device: {peak: {bf16: 756TFLOP/s}, hbm: 80GB, hbm_bandwidth: 2000GB/s}
+  network:
+    - {name: pcie, ranks: 4, bandwidth: 25GB/s, shared_by: 2, latency: 3us}
+    - {name: ib, ranks: all, bandwidth: 12.5GB/s, shared_by: 4, latency: 5us}
+  topology:
+    devices: [gpu0, gpu1, gpu2, gpu3]
+    hosts: [cpu]
+    nics: [nic0]
+    switches: [plx0, plx1]
+    links:
+      - {between: [gpu0, plx0], bandwidth: 25GB/s, latency: 1us}
+      - {between: [gpu1, plx0], bandwidth: 25GB/s, latency: 1us}
+      - {between: [gpu2, plx1], bandwidth: 25GB/s, latency: 1us}
+      - {between: [gpu3, plx1], bandwidth: 25GB/s, latency: 1us}
+      - {between: [plx0, cpu], bandwidth: 25GB/s}
+      - {between: [plx1, cpu], bandwidth: 25GB/s}
+      - {between: [plx0, nic0], bandwidth: 25GB/s}
+    fabric: {kind: fat_tree, port_bandwidth: 12.5GB/s, switch_bandwidth: 12.5GB/s, leaf_nodes: 2, spines: 2}
+plan: {zero_stage: 3, micro_batch: 1, global_batch: 32}
+)";
+
+TEST(ScenarioTopology, ReadsAUsersNodeGraphAndFabric) {
+  const auto s = parse_scenarios(kTopo, "s.yaml").front();
+  ASSERT_TRUE(s.cluster.topology);
+  const auto& t = *s.cluster.topology;
+  EXPECT_EQ(t.devices.size(), 4u);
+  EXPECT_EQ(t.links.size(), 7u);
+  EXPECT_EQ(t.fabric.kind, core::FabricSpec::Kind::kFatTree);
+  EXPECT_DOUBLE_EQ(t.fabric.port_bandwidth.value(), 12.5e9);
+  EXPECT_EQ(t.fabric.leaf_nodes, 2);
+  EXPECT_DOUBLE_EQ(t.links[4].latency.value(), 0.0);  // latency defaults to 0
+}
+
+TEST(ScenarioTopology, BadNodeGraphsNameTheLineAndKey) {
+  // A link to a vertex that does not exist.
+  expect_error(replace(kTopo, "between: [plx0, nic0]", "between: [plx0, nic9]"),
+               {23, 26, "cluster.topology.links[6].between[1]", "did you mean 'nic0'"});
+  // A device count that is not devices_per_node.
+  expect_error(replace(kTopo, "devices: [gpu0, gpu1, gpu2, gpu3]", "devices: [gpu0, gpu1, gpu2]"),
+               {12, 14, "cluster.topology.devices", "expected 4 devices"});
+  // A name used twice.
+  expect_error(replace(kTopo, "switches: [plx0, plx1]", "switches: [plx0, cpu]"),
+               {15, 22, "cluster.topology.switches[1]", "not used before"});
+  // A zero-bandwidth link.
+  expect_error(replace(kTopo, "{between: [plx1, cpu], bandwidth: 25GB/s}", "{between: [plx1, cpu], bandwidth: 0GB/s}"),
+               {22, 0, "cluster.topology.links[5].bandwidth", "positive"});
+  // A device with no route to the others (gpu3 linked to nothing).
+  expect_error(replace(kTopo, "      - {between: [gpu3, plx1], bandwidth: 25GB/s, latency: 1us}\n", ""),
+               {12, 5, "cluster.topology", "linked to gpu3"});
+  // No NIC for a job over several nodes.
+  expect_error(replace(replace(kTopo, "    nics: [nic0]\n", ""), "      - {between: [plx0, nic0], bandwidth: 25GB/s}\n", ""),
+               {12, 5, "cluster.topology", "at least one NIC"});
+  // A dragonfly whose groups cannot hold their nodes' NICs.
+  expect_error(replace(kTopo, "{kind: fat_tree, port_bandwidth: 12.5GB/s, switch_bandwidth: 12.5GB/s, leaf_nodes: 2, spines: 2}",
+                       "{kind: dragonfly, switch_bandwidth: 25GB/s, group_nodes: 64, group_switches: 2, "
+                       "endpoints_per_switch: 16, global_links: 2, global_bandwidth: 25GB/s}"),
+               {12, 5, "cluster.topology", "switches per dragonfly group"});
+  // A fabric key that does not belong to the kind.
+  expect_error(replace(kTopo, "leaf_nodes: 2, spines: 2}", "leaf_nodes: 2, spines: 2, global_links: 3}"),
+               {24, 0, "cluster.topology.fabric.global_links", "global_links"});
+}
+
+}  // namespace
+}  // namespace shardsim::scenario

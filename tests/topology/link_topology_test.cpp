@@ -99,24 +99,67 @@ TEST(LinkTopology, RefusesBadNodeGraphs) {
   n.add_link(cpu, a, 10.0, 1.0, "test");
   n.add_link(cpu, b, 10.0, 1.0, "test");
   // Device count that does not match the cluster.
-  EXPECT_THROW(LinkTopology::from_node_graph("x", n, 1, 4, false, core::BytesPerSec(1e9)), core::ConfigError);
+  EXPECT_THROW(LinkTopology::from_node_graph("x", n, 1, 4, false, core::FabricSpec{}), core::ConfigError);
   // A zero-bandwidth link.
   auto zero = n;
   zero.add_link(a, b, 0.0, 1.0, "test");
-  EXPECT_THROW(LinkTopology::from_node_graph("x", zero, 1, 2, false, core::BytesPerSec(1e9)).validate(),
+  EXPECT_THROW(LinkTopology::from_node_graph("x", zero, 1, 2, false, core::FabricSpec{}).validate(),
                core::ConfigError);
   // A device with no route to another (b only reaches the CPU, which does not forward here: make it a NIC).
   auto cut = n;
   cut.vertices[static_cast<std::size_t>(cpu)].kind = topology::VertexKind::kNic;
-  EXPECT_THROW(LinkTopology::from_node_graph("x", cut, 1, 2, false, core::BytesPerSec(1e9)).validate(),
+  EXPECT_THROW(LinkTopology::from_node_graph("x", cut, 1, 2, false, core::FabricSpec{}).validate(),
                core::ConfigError);
   // The good one passes.
-  EXPECT_NO_THROW(LinkTopology::from_node_graph("x", n, 1, 2, false, core::BytesPerSec(1e9)).validate());
+  EXPECT_NO_THROW(LinkTopology::from_node_graph("x", n, 1, 2, false, core::FabricSpec{}).validate());
 }
 
 TEST(LinkTopology, RefusesMoreNodesThanTheMachine) {
   EXPECT_THROW(LinkTopology::build(preset("frontier", 9409), TopologyKind::kLinks), core::ConfigError);
   EXPECT_THROW(LinkTopology::build(preset("frontier", 0), TopologyKind::kLinks), core::ConfigError);
+}
+
+}  // namespace
+
+namespace {
+
+using namespace shardsim;
+
+TEST(LinkTopology, UserNodeGraphRoutesThroughItsSwitchesAndFindsTheNearestNicAndCpu) {
+  core::NodeGraphSpec s;
+  s.devices = {"gpu0", "gpu1", "gpu2", "gpu3"};
+  s.hosts = {"cpu"};
+  s.nics = {"nic0"};
+  s.switches = {"plx0", "plx1"};
+  auto link = [&](const char* a, const char* b) {
+    s.links.push_back(core::NodeLinkSpec{a, b, core::BytesPerSec(64e9), core::Seconds(1e-6), ""});
+  };
+  link("gpu0", "plx0");
+  link("gpu1", "plx0");
+  link("gpu2", "plx1");
+  link("gpu3", "plx1");
+  link("plx0", "cpu");
+  link("plx1", "cpu");
+  link("plx0", "nic0");
+  s.fabric.kind = core::FabricSpec::Kind::kFatTree;
+  s.fabric.port_bandwidth = core::BytesPerSec(25e9);
+  s.fabric.switch_bandwidth = core::BytesPerSec(25e9);
+  s.fabric.leaf_nodes = 2;
+  s.fabric.spines = 2;
+  const auto t = topology::LinkTopology::from_spec(s, "box", 4, 4);
+  t.validate();
+  std::vector<topology::Hop> r;
+  // gpu3 of node 0 to gpu3 of node 3 (another leaf): plx1, cpu, plx0, nic0, leaf, spine, leaf, nic0, plx0, cpu,
+  // plx1: 12 links, the slowest the 25 GB/s fabric ports.
+  t.route(t.device_vertex(3), t.device_vertex(15), r);
+  EXPECT_EQ(r.size(), 12u);
+  double w = 1e30;
+  for (const auto& h : r) w = std::min(w, t.link_bandwidth_Bps(h.link));
+  EXPECT_DOUBLE_EQ(w, 25e9);
+  EXPECT_EQ(t.vertex(t.host_vertex(2)).name, "n0.cpu");
+  // Inside the node gpu0 reaches gpu2 over the CPU: 4 links.
+  t.route(t.device_vertex(0), t.device_vertex(2), r);
+  EXPECT_EQ(r.size(), 4u);
 }
 
 }  // namespace
