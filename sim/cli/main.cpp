@@ -189,7 +189,8 @@ int cmd_search(const std::vector<std::string>& args) {
   opts.add_options()("help,h", "show this help")("scenario", po::value<std::string>(), "scenario YAML file")(
       "top", po::value<int>(), "how many plans to list (default: the scenario's search.top, else 10)")(
       "threads", po::value<int>()->default_value(0), "worker threads (0: one per core)")(
-      "json", po::value<std::string>(), "also write the ranking as JSON to this file");
+      "json", po::value<std::string>(), "also write the ranking as JSON to this file")(
+      "rescore", po::value<std::string>(), "simgrid: run the top plans again on the SimGrid engine and re-rank them");
   const auto parsed = parse_command(args, opts, "scenario");
   if (!parsed) return kOk;
   const auto& vm = *parsed;
@@ -199,7 +200,11 @@ int cmd_search(const std::vector<std::string>& args) {
   const auto& base = scenarios[0];
   const int top = vm.count("top") ? vm["top"].as<int>() : base.search.top;
   if (top < 1) throw UsageError("--top must be at least 1");
+  if (vm.count("rescore") && vm["rescore"].as<std::string>() != "simgrid") {
+    throw UsageError(fmt::format("--rescore takes 'simgrid' (got '{}')", vm["rescore"].as<std::string>()));
+  }
   const auto result = search::search(base, search::default_space(base), top, vm["threads"].as<int>());
+  const std::string rescored = vm.count("rescore") ? search::rescore_on_simgrid(result) : std::string();
   if (vm.count("json")) {
     nlohmann::ordered_json j;
     j["scenario"] = base.name;
@@ -209,7 +214,7 @@ int cmd_search(const std::vector<std::string>& args) {
     for (const auto& k : result.best) j["ranking"].push_back(report::to_json(k.scenario, k.evaluation));
     report::write_file_atomic(vm["json"].as<std::string>(), j.dump(2) + "\n");
   }
-  std::cout << search::render_search(base, result);
+  std::cout << search::render_search(base, result) << rescored;
   // Timing goes to stderr so that stdout stays byte-identical between runs.
   std::cerr << fmt::format("searched {} plans in {:.2f} s ({:.0f} plans/s)\n", result.feasible + result.infeasible,
                            result.wall_s, (result.feasible + result.infeasible) / result.wall_s);

@@ -228,6 +228,42 @@ SearchResult search(const scenario::Scenario& base, const SearchSpace& space, in
   return r;
 }
 
+std::string rescore_on_simgrid(const SearchResult& r) {
+  struct Row {
+    std::size_t rank;
+    scenario::Evaluation ev;
+  };
+  std::vector<Row> rows;
+  for (std::size_t i = 0; i < r.best.size(); ++i) {
+    scenario::Scenario s = r.best[i].scenario;
+    s.engine = "simgrid";
+    engine::EngineOptions opts;
+    opts.keep_timings = false;
+    rows.push_back(Row{i, scenario::evaluate(s, opts)});
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
+    return a.ev.run.iteration_time.value() < b.ev.run.iteration_time.value();
+  });
+  std::size_t w = 6;
+  for (const auto& k : r.best) w = std::max(w, k.evaluation.strategy.size());
+  std::string o = "\nre-scored on the SimGrid engine (links shared by concurrent transfers)\n";
+  o += fmt::format("  {:>4}  {:>4}  {:<{}}  {:>3}  {:>3}  {:>3}  {:>10}  {:>10}  {:>8}  {}\n", "rank", "was", "layout", w,
+                   "tp", "pp", "mb", "simgrid", "analytic", "diff", "link bounding most");
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto& k = r.best[rows[i].rank];
+    const auto& p = k.scenario.plan;
+    const double ts = rows[i].ev.run.iteration_time.value();
+    const double ta = k.evaluation.run.iteration_time.value();
+    const auto& bound = rows[i].ev.run.network.bounding;
+    o += fmt::format("  {:>4}  {:>4}  {:<{}}  {:>3}  {:>3}  {:>3}  {:>10}  {:>10}  {:>+7.2f}%  {}\n", i + 1,
+                     rows[i].rank + 1, k.evaluation.strategy, w, p.tp, p.pp, p.micro_batch,
+                     core::format_seconds(rows[i].ev.run.iteration_time),
+                     core::format_seconds(k.evaluation.run.iteration_time), ta > 0.0 ? 100.0 * (ts - ta) / ta : 0.0,
+                     bound.empty() ? std::string("-") : bound[0].name);
+  }
+  return o;
+}
+
 std::string render_search(const scenario::Scenario& base, const SearchResult& r) {
   const auto& c = base.cluster;
   std::string o;

@@ -44,6 +44,11 @@ struct SearchResult {
  *  `top` fastest feasible plans. `threads` <= 0 picks the machine's core count. */
 SearchResult search(const scenario::Scenario& base, const SearchSpace& space, int top, int threads);
 
+/** @brief The top plans of `r` evaluated again on the SimGrid engine (link-level contention), re-ranked by that
+ *  time (ties: the analytical rank), as a terminal section. Throws core::ConfigError when this build has no
+ *  SimGrid. */
+std::string rescore_on_simgrid(const SearchResult& r);
+
 /** @brief Terminal report: the ranking, the best plan of each family, and why the winner wins (deterministic:
  *  no timings). */
 std::string render_search(const scenario::Scenario& base, const SearchResult& r);

@@ -130,3 +130,24 @@ TEST(SimGridCli, UserTopologyReportMatchesTheGoldenFile) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(SimGridCli, SearchRescoresItsTopPlansOnTheSimGridEngine) {
+  EXPECT_EQ(run("search scenarios/search_llama13b_1024.yaml --top 3 --rescore warp").code, 2);
+  if (!shardsim::engine::simgrid_available()) GTEST_SKIP() << "built without SimGrid";
+  const Outcome r = run("search scenarios/search_llama13b_1024.yaml --top 3 --rescore simgrid");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto at = r.out.find("re-scored on the SimGrid engine");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  // Three re-ranked rows follow the header, each naming its former rank.
+  std::istringstream rows(r.out.substr(at));
+  std::string line;
+  int n = 0;
+  std::getline(rows, line);
+  std::getline(rows, line);
+  while (std::getline(rows, line) && !line.empty()) ++n;
+  EXPECT_EQ(n, 3);
+}
+
+}  // namespace
