@@ -637,7 +637,7 @@ void SimGridEngine::run(const TaskGraph& g, const EngineOptions& options, RunRes
         std::vector<int> top;
         for (const auto& [v, k] : ranked) {
           if (static_cast<int>(top.size()) >= options_.busiest_links) break;
-          std::string kind = link_kind(link_label(topology_, k));
+          std::string kind = link_kind(topology_.link(k / 2).name);  // both directions: one kind
           if (std::find(kinds.begin(), kinds.end(), kind) != kinds.end()) continue;
           kinds.push_back(std::move(kind));
           top.push_back(k);
