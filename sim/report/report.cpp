@@ -277,6 +277,27 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
                  {"host_bytes", ev.memory.host_bytes},
                  {"host_capacity_bytes", ev.memory.host_capacity},
                  {"fits", ev.memory.fits}};
+  j["engine"] = s.engine;
+  if (s.engine == "simgrid") {
+    // The SimGrid engine's network section (its wall time and memory are left out: outputs are deterministic).
+    const auto& n = ev.run.network;
+    auto links = [](const std::vector<engine::LinkLoad>& v) {
+      J a = J::array();
+      for (const auto& l : v) {
+        a.push_back({{"link", l.name}, {"bandwidth_Bps", l.bandwidth_Bps}, {"bytes", l.bytes},
+                     {"utilisation", l.utilisation}, {"bounds_s", l.bound_s}});
+      }
+      return a;
+    };
+    j["network"] = {{"platform", n.topology},
+                    {"flows", n.flows},
+                    {"collectives_simulated", n.live_collectives},
+                    {"collectives_replayed", n.cached_collectives},
+                    {"step_latency_s", n.step_latency_s},
+                    {"bandwidth_s", n.bandwidth_s},
+                    {"bounding_links", links(n.bounding)},
+                    {"busiest_links", links(n.busiest)}};
+  }
   return j;
 }
 
