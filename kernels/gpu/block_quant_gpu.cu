@@ -72,25 +72,6 @@ __global__ void unpack(const std::uint8_t* in, std::uint64_t n, std::uint64_t bl
   }
 }
 
-template <class T>
-struct DeviceBuffer {
-  T* ptr = nullptr;
-  explicit DeviceBuffer(std::size_t count) {
-    if (count > 0) SHARDSIM_GPU_CHECK(gpuMalloc(reinterpret_cast<void**>(&ptr), count * sizeof(T)));
-  }
-  ~DeviceBuffer() {
-    if (ptr) (void)gpuFree(ptr);
-  }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-};
-
-constexpr int kThreads = 256;
-int grid_for(std::uint64_t work) {
-  const std::uint64_t g = (work + kThreads - 1) / kThreads;
-  return static_cast<int>(g < 65535 ? (g > 0 ? g : 1) : 65535);
-}
-
 }  // namespace
 
 bool device_available() {
