@@ -112,8 +112,10 @@ Results parse_results(const std::string& text, const std::string& file) {
     x.seconds = m.get("seconds").as_duration().value();
     if (x.seconds <= 0.0) m.get("seconds").fail("expected a positive duration");
     if (x.kind == "gemm") {
-      x.flops = 2.0 * static_cast<double>(m.get("m").as_positive_int()) * m.get("n").as_positive_int() *
-                m.get("k").as_positive_int();
+      x.m = m.get("m").as_positive_int();
+      x.n = m.get("n").as_positive_int();
+      x.k = m.get("k").as_positive_int();
+      x.flops = 2.0 * static_cast<double>(x.m) * x.n * x.k;
     } else {
       x.bytes = m.get("bytes").as_bytes().value();
     }

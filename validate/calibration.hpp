@@ -27,6 +27,7 @@ struct Measurement {
   double bytes = 0.0;
   double flops = 0.0;  ///< gemm: 2 m n k
   double seconds = 0.0;
+  int m = 0, n = 0, k = 0;  ///< gemm: the shape (C[m x n] = A[m x k] B[k x n])
 };
 
 struct Results {

@@ -13,6 +13,11 @@
 #include "kernels/block_quant.hpp"
 #include "kernels/mpc_codec.hpp"
 #include "kernels/zfp_codec.hpp"
+#include "topology/cluster_presets.hpp"
+
+#ifdef SHARDSIM_HAVE_GPU_BENCH
+#include "validate/gpu_bench.hpp"
+#endif
 
 namespace shardsim::validate {
 namespace {
@@ -40,17 +45,54 @@ std::string today() {
   return buf;
 }
 
+std::string describe_size(double bytes, double flops) {
+  return bytes > 0 ? core::format_bytes(core::Bytes(bytes)) : fmt::format("{:.3g} GFLOP", flops / 1e9);
+}
+
+#ifdef SHARDSIM_HAVE_GPU_BENCH
+// The dense BF16 peak of a measured NVIDIA device, from the built-in dgx-h100 cluster (H100 SXM, NVIDIA
+// datasheet; the H200 has the same tensor cores and clocks). Unknown devices get none: no GEMM fit.
+std::optional<core::FlopPerSec> known_peak(const std::string& name) {
+  if (name.find("H100") == std::string::npos && name.find("H200") == std::string::npos) return std::nullopt;
+  if (name.find("PCIe") != std::string::npos) return std::nullopt;  // a different clock: not in the presets
+  return topology::find_cluster_preset("dgx-h100")->device.peak_for(core::Dtype::kBf16);
+}
+
+Results run_gpu(const HarnessOptions& o, const std::function<void(const std::string&)>& progress) {
+  Results r;
+  const auto d = gpu::describe();
+  r.device = DeviceInfo{d.name, d.driver, d.backend, today()};
+  r.peak = known_peak(d.name);
+  gpu::run(o.min_bytes, o.max_bytes, o.seconds_per_point, [&](const gpu::Sample& s) {
+    Measurement m{s.kind, s.name, s.bytes, 2.0 * s.m * static_cast<double>(s.n) * s.k, s.seconds, s.m, s.n, s.k};
+    r.measurements.push_back(m);
+    progress(fmt::format("{:<7} {:<22} {:>12} {:>12.3f} us", m.kind, m.name, describe_size(m.bytes, m.flops),
+                         m.seconds * 1e6));
+  });
+  return r;
+}
+#endif
+
 }  // namespace
 
+bool gpu_present() {
+#ifdef SHARDSIM_HAVE_GPU_BENCH
+  return gpu::available();
+#else
+  return false;
+#endif
+}
+
 Results run_harness(const HarnessOptions& o, const std::function<void(const std::string&)>& progress) {
+#ifdef SHARDSIM_HAVE_GPU_BENCH
+  if (!o.cpu_only && gpu::available()) return run_gpu(o, progress);
+#endif
   Results r;
   r.device = DeviceInfo{"host CPU (CPU reference backend)", "", "cpu", today()};
   volatile float sink = 0.0F;  // keeps results alive against the optimiser
   auto record = [&](const char* kind, const std::string& name, double bytes, double flops, double seconds) {
     r.measurements.push_back(Measurement{kind, name, bytes, flops, seconds});
-    progress(fmt::format("{:<7} {:<16} {:>12} {:>12.3f} us", kind, name,
-                         bytes > 0 ? core::format_bytes(core::Bytes(bytes)) : fmt::format("{:.3g} GFLOP", flops / 1e9),
-                         seconds * 1e6));
+    progress(fmt::format("{:<7} {:<16} {:>12} {:>12.3f} us", kind, name, describe_size(bytes, flops), seconds * 1e6));
   };
   for (double bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= 8) {
     const std::size_t n = static_cast<std::size_t>(bytes) / sizeof(float);
@@ -97,6 +139,56 @@ Results run_harness(const HarnessOptions& o, const std::function<void(const std:
   return r;
 }
 
+std::string speed_summary(const Results& r) {
+  std::string o;
+  const char* copy = nullptr;
+  for (const auto& m : r.measurements) {
+    if (m.kind == "copy" && (m.name == "d2d" || m.name == "host_memcpy")) copy = m.name == "d2d" ? "d2d" : "host_memcpy";
+  }
+  auto find = [&](const std::string& kind, const std::string& name, const Measurement& like) -> const Measurement* {
+    for (const auto& m : r.measurements) {
+      if (m.kind == kind && m.name == name && m.bytes == like.bytes && m.m == like.m && m.n == like.n && m.k == like.k) {
+        return &m;
+      }
+    }
+    return nullptr;
+  };
+  if (copy) {
+    o += fmt::format("kernel bandwidth vs the {} copy (bytes read + written; target >= 80% from 64 MiB):\n", copy);
+    bool any = false;
+    for (const auto& m : r.measurements) {
+      if (m.kind != "kernel" || m.bytes < 64.0 * 1024 * 1024) continue;
+      const bool q = m.name.rfind("quantize_", 0) == 0;
+      const bool dq = m.name.rfind("dequantize_", 0) == 0;
+      if (!q && !dq) continue;
+      const Measurement* c = find("copy", copy, m);
+      if (!c) continue;
+      // fp32 in, int8 (1 B) or int4 (0.5 B) out, or the reverse; the copy reads and writes the fp32 bytes.
+      const double packed = m.name.find("int4") != std::string::npos ? m.bytes / 8.0 : m.bytes / 4.0;
+      const double moved = m.bytes + packed;
+      const double ratio = (moved / m.seconds) / (2.0 * c->bytes / c->seconds);
+      o += fmt::format("  {:<18} {:>10}  {:>7.1f} GB/s vs {:>7.1f} GB/s  {:>5.1f}%  {}\n", m.name,
+                       core::format_bytes(core::Bytes(m.bytes)), moved / m.seconds / 1e9, 2.0 * c->bytes / c->seconds / 1e9,
+                       100.0 * ratio, ratio >= 0.8 ? "ok" : "BELOW TARGET");
+      any = true;
+    }
+    if (!any) o += "  (no kernel measured at 64 MiB or more: run with --max-size 64MiB or larger)\n";
+  }
+  bool header = false;
+  for (const auto& m : r.measurements) {
+    if (m.name.rfind("torch_", 0) == 0) continue;
+    const Measurement* t = find(m.kind, "torch_" + m.name, m);
+    if (!t) continue;
+    if (!header) {
+      o += "against PyTorch on the same device (time ratio > 1: shardsim's kernel is faster):\n";
+      header = true;
+    }
+    o += fmt::format("  {:<7} {:<22} {:>12}  {:>10.3f} us vs {:>10.3f} us  {:>6.2f}x\n", m.kind, m.name,
+                     describe_size(m.bytes, m.flops), m.seconds * 1e6, t->seconds * 1e6, t->seconds / m.seconds);
+  }
+  return o;
+}
+
 std::string write_results(const Results& r) {
   std::string o = "# shardsim-validate bench: measured times (see validate/calibration.hpp for the format)\n";
   o += fmt::format("device: {{name: \"{}\", driver: \"{}\", backend: {}, date: \"{}\"}}\n", r.device.name,
@@ -105,8 +197,9 @@ std::string write_results(const Results& r) {
   o += "measurements:\n";
   for (const auto& m : r.measurements) {
     if (m.kind == "gemm") {
-      const int d = static_cast<int>(std::lround(std::cbrt(m.flops / 2.0)));
-      o += fmt::format("  - {{kind: gemm, name: {}, m: {}, n: {}, k: {}, seconds: {}s}}\n", m.name, d, d, d, m.seconds);
+      const int d = static_cast<int>(std::lround(std::cbrt(m.flops / 2.0)));  // square when no shape was kept
+      o += fmt::format("  - {{kind: gemm, name: {}, m: {}, n: {}, k: {}, seconds: {}s}}\n", m.name, m.m > 0 ? m.m : d,
+                       m.n > 0 ? m.n : d, m.k > 0 ? m.k : d, m.seconds);
     } else {
       o += fmt::format("  - {{kind: {}, name: {}, bytes: {}B, seconds: {}s}}\n", m.kind, m.name, m.bytes, m.seconds);
     }

@@ -1,7 +1,8 @@
 #pragma once
 // The measurement harness behind `shardsim-validate bench`: times the kernels, memory copies and GEMMs on
 // whatever backend is present and writes them in the results format `shardsim calibrate` fits. This build
-// measures the CPU backend (a GPU backend adds device copies and vendor-BLAS GEMMs where a GPU is present).
+// measures the GPU where one is present (device copies pinned and pageable, the GPU kernels, cuBLAS GEMMs of a
+// transformer's shapes; see gpu_bench.hpp), else the CPU reference backend.
 #include <functional>
 #include <string>
 
@@ -13,10 +14,19 @@ struct HarnessOptions {
   double min_bytes = 4096;              ///< smallest size (4 KiB)
   double max_bytes = 64.0 * 1024 * 1024;  ///< largest size
   double seconds_per_point = 0.02;      ///< repeat a measurement at least this long, then take the median
+  bool cpu_only = false;                ///< measure the CPU reference backend even where a GPU is present
 };
+
+/** @brief Whether this build can measure a GPU and one is present. */
+bool gpu_present();
 
 /** @brief Runs every measurement; `progress` receives one line per measurement. */
 Results run_harness(const HarnessOptions& options, const std::function<void(const std::string&)>& progress);
+
+/** @brief The speed checks, printed after a run: for sizes >= 64 MiB, the quantise and dequantise kernels'
+ *  bandwidth (bytes read + written) as a fraction of the device copy's (target: >= 80%), and each kernel or
+ *  GEMM against its PyTorch baseline ("torch_" + name, same size or shape) where one was measured. */
+std::string speed_summary(const Results& r);
 
 /** @brief Results as YAML (parse_results reads it back). */
 std::string write_results(const Results& r);

@@ -74,6 +74,25 @@ __global__ void unpack(const std::uint8_t* in, std::uint64_t n, std::uint64_t bl
 
 }  // namespace
 
+void quantize_device_ptrs(const float* in, std::uint64_t n, std::size_t block, QuantBits bits, std::uint8_t* packed,
+                          float* scales) {
+  const std::size_t blocks = scale_count(n, block);
+  if (n == 0) return;
+  const float qmax = bits == QuantBits::kInt8 ? 127.0f : 7.0f;
+  block_scales<<<grid_for(blocks * kWarpSize), kThreads>>>(in, n, block, qmax, scales);
+  SHARDSIM_GPU_CHECK(gpuGetLastError());
+  pack<<<grid_for(packed_bytes(n, bits)), kThreads>>>(in, n, block, scales, qmax, static_cast<int>(bits), packed);
+  SHARDSIM_GPU_CHECK(gpuGetLastError());
+}
+
+void dequantize_device_ptrs(const std::uint8_t* packed, const float* scales, std::uint64_t n, std::size_t block,
+                            QuantBits bits, float* out) {
+  (void)scale_count(n, block);  // validates block
+  if (n == 0) return;
+  unpack<<<grid_for(n), kThreads>>>(packed, n, block, scales, static_cast<int>(bits), out);
+  SHARDSIM_GPU_CHECK(gpuGetLastError());
+}
+
 bool device_available() {
   int count = 0;
   return gpuGetDeviceCount(&count) == gpuSuccess && count > 0;
@@ -86,14 +105,10 @@ void quantize_on_device(const std::vector<float>& in, std::size_t block, QuantBi
   packed.assign(packed_bytes(n, bits), 0);
   scales.assign(blocks, 0.0f);
   if (n == 0) return;
-  const float qmax = bits == QuantBits::kInt8 ? 127.0f : 7.0f;
   DeviceBuffer<float> d_in(n), d_scales(blocks);
   DeviceBuffer<std::uint8_t> d_out(packed.size());
   SHARDSIM_GPU_CHECK(gpuMemcpy(d_in.ptr, in.data(), n * sizeof(float), gpuMemcpyHostToDevice));
-  block_scales<<<grid_for(blocks * kWarpSize), kThreads>>>(d_in.ptr, n, block, qmax, d_scales.ptr);
-  SHARDSIM_GPU_CHECK(gpuGetLastError());
-  pack<<<grid_for(packed.size()), kThreads>>>(d_in.ptr, n, block, d_scales.ptr, qmax, static_cast<int>(bits), d_out.ptr);
-  SHARDSIM_GPU_CHECK(gpuGetLastError());
+  quantize_device_ptrs(d_in.ptr, n, block, bits, d_out.ptr, d_scales.ptr);
   SHARDSIM_GPU_CHECK(gpuMemcpy(packed.data(), d_out.ptr, packed.size(), gpuMemcpyDeviceToHost));
   SHARDSIM_GPU_CHECK(gpuMemcpy(scales.data(), d_scales.ptr, blocks * sizeof(float), gpuMemcpyDeviceToHost));
 }
@@ -109,8 +124,7 @@ void dequantize_on_device(const std::vector<std::uint8_t>& packed, const std::ve
   DeviceBuffer<float> d_scales(scales.size()), d_out(n);
   SHARDSIM_GPU_CHECK(gpuMemcpy(d_in.ptr, packed.data(), packed.size(), gpuMemcpyHostToDevice));
   SHARDSIM_GPU_CHECK(gpuMemcpy(d_scales.ptr, scales.data(), scales.size() * sizeof(float), gpuMemcpyHostToDevice));
-  unpack<<<grid_for(n), kThreads>>>(d_in.ptr, n, block, d_scales.ptr, static_cast<int>(bits), d_out.ptr);
-  SHARDSIM_GPU_CHECK(gpuGetLastError());
+  dequantize_device_ptrs(d_in.ptr, d_scales.ptr, n, block, bits, d_out.ptr);
   SHARDSIM_GPU_CHECK(gpuMemcpy(out.data(), d_out.ptr, n * sizeof(float), gpuMemcpyDeviceToHost));
 }
 

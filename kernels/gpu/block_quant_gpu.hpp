@@ -18,4 +18,11 @@ void quantize_on_device(const std::vector<float>& in, std::size_t block, QuantBi
 void dequantize_on_device(const std::vector<std::uint8_t>& packed, const std::vector<float>& scales, std::size_t block,
                           QuantBits bits, std::vector<float>& out);
 
+/** @brief Device-resident variants for timing (no host copies, no synchronisation): `in`, `packed`, `scales` and
+ *  `out` are device pointers sized as for the host variants. */
+void quantize_device_ptrs(const float* in, std::uint64_t n, std::size_t block, QuantBits bits, std::uint8_t* packed,
+                          float* scales);
+void dequantize_device_ptrs(const std::uint8_t* packed, const float* scales, std::uint64_t n, std::size_t block,
+                            QuantBits bits, float* out);
+
 }  // namespace shardsim::kernels::gpu

@@ -134,3 +134,34 @@ TEST(Harness, MeasurementsRoundTripIntoACalibration) {
 
 }  // namespace
 }  // namespace shardsim::validate
+
+namespace shardsim::validate {
+namespace {
+
+TEST(Harness, SpeedSummaryComparesKernelsWithTheCopyAndWithPyTorch) {
+  Results r;
+  r.device = DeviceInfo{"test device", "none", "cuda", "2026-11-22"};
+  const double mib64 = 64.0 * 1024 * 1024;
+  // A copy at 2 TB/s (read + write), quantisation moving 1.25x the input bytes at 1.8 TB/s: 90%.
+  r.measurements.push_back(Measurement{"copy", "d2d", mib64, 0.0, 2.0 * mib64 / 2e12});
+  r.measurements.push_back(Measurement{"kernel", "quantize_int8", mib64, 0.0, 1.25 * mib64 / 1.8e12});
+  // Dequantisation at half the copy's rate: below target.
+  r.measurements.push_back(Measurement{"kernel", "dequantize_int8", mib64, 0.0, 1.25 * mib64 / 1e12});
+  // PyTorch's quantisation 3x slower; a GEMM shape 1.5x slower.
+  r.measurements.push_back(Measurement{"kernel", "torch_quantize_int8", mib64, 0.0, 3.0 * 1.25 * mib64 / 1.8e12});
+  r.measurements.push_back(Measurement{"gemm", "bf16_qkv", 0.0, 2.0 * 15360 * 4096 * 5120, 1e-3, 15360, 4096, 5120});
+  r.measurements.push_back(Measurement{"gemm", "torch_bf16_qkv", 0.0, 2.0 * 15360 * 4096 * 5120, 1.5e-3, 15360, 4096, 5120});
+  const std::string s = speed_summary(r);
+  EXPECT_NE(s.find("quantize_int8"), std::string::npos) << s;
+  EXPECT_NE(s.find(" 90.0%  ok"), std::string::npos) << s;
+  EXPECT_NE(s.find(" 50.0%  BELOW TARGET"), std::string::npos) << s;
+  EXPECT_NE(s.find("  3.00x"), std::string::npos) << s;
+  EXPECT_NE(s.find("  1.50x"), std::string::npos) << s;
+  // A GEMM's shape survives the results file.
+  const Results back = parse_results(write_results(r), "r.yaml");
+  EXPECT_EQ(back.measurements[4].m, 15360);
+  EXPECT_EQ(back.measurements[4].k, 5120);
+}
+
+}  // namespace
+}  // namespace shardsim::validate
