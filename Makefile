@@ -12,7 +12,7 @@ PACKAGES := g++ make cmake ninja-build pkg-config libyaml-cpp-dev libboost-progr
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps build demo test bench clean
+.PHONY: all deps build demo test bench validate-gpu clean
 
 all: build
 
@@ -39,6 +39,11 @@ test: build
 
 bench: build
 	./$(BUILD)/shardsim bench
+
+# On a machine with an NVIDIA GPU: parity tests, the harness (and PyTorch baselines), results and calibration
+# under validate/results/.
+validate-gpu:
+	BUILD=$(BUILD) sh validate/run_gpu.sh
 
 clean:
 	rm -rf $(BUILD)

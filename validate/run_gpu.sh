@@ -1,0 +1,22 @@
+#!/bin/sh
+# The GPU validation in one command (`make validate-gpu`), for a machine with an NVIDIA GPU, nvcc and the build
+# dependencies already present (it installs nothing): builds, runs the GPU-vs-CPU parity tests, runs the
+# harness up to 1 GiB (with the PyTorch baselines when PyTorch is importable), and writes
+#   validate/results/<device>-<date>.yaml              the measurements, device, driver and date
+#   validate/results/<device>-<date>.calibration.yaml  the fit `shardsim run --calibration` uses
+set -eu
+BUILD=${BUILD:-build}
+OUT=${OUT:-validate/results}
+[ -f "$BUILD/build.ninja" ] || cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release
+cmake --build "$BUILD" -j "$(nproc)"
+"$BUILD/tests/kernels_cuda_test"
+device=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1 | tr ' ' '-' | tr -cd 'A-Za-z0-9-')
+stem="$OUT/$device-$(date -u +%Y-%m-%d)"
+torch=""
+if python3 -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
+  torch="--torch validate/torch_baseline.py"
+fi
+mkdir -p "$OUT"
+# shellcheck disable=SC2086
+"$BUILD/shardsim-validate" bench --max-size 1GiB --seconds 0.05 $torch -o "$stem.yaml"
+"$BUILD/shardsim" calibrate "$stem.yaml" -o "$stem.calibration.yaml"
