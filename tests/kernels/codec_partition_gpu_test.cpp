@@ -1,16 +1,19 @@
-// GPU-vs-CPU parity of the ZFP codec and the flat-partition kernels: the device must produce the CPU reference's
+// GPU-vs-CPU parity of the ZFP and MPC codecs and the flat-partition kernels: the device must produce the CPU reference's
 // streams (and so libzfp's, which the CPU backend is tested against) and values. Skips when no GPU is present.
 #include "kernels/gpu/block_quant_gpu.hpp"
+#include "kernels/gpu/mpc_gpu.hpp"
 #include "kernels/gpu/partition_gpu.hpp"
 #include "kernels/gpu/zfp_gpu.hpp"
 
 #include "kernels/flat_partition.hpp"
 #include "kernels/kernel_error.hpp"
+#include "kernels/mpc_codec.hpp"
 #include "kernels/zfp_codec.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 
@@ -80,6 +83,42 @@ TEST(PartitionGpu, SameShardsAsTheCpuReference) {
       }
     }
   }
+}
+
+TEST(MpcGpu, SameStreamAndValuesAsTheCpuReference) {
+  if (!gpu::device_available()) GTEST_SKIP() << "no GPU device";
+  std::mt19937 rng(17);
+  std::uniform_int_distribution<std::uint32_t> bits;
+  std::normal_distribution<float> d(0.0F, 1.0F);
+  for (std::size_t stride : {1u, 2u, 3u, 7u}) {
+    for (std::size_t n : {0u, 1u, 31u, 32u, 33u, 1000u, 100003u, (1u << 22) + 5}) {
+      for (int kind = 0; kind < 2; ++kind) {  // smooth data, then any bit pattern (NaN payloads included)
+        std::vector<float> x(n);
+        for (std::size_t i = 0; i < n; ++i) {
+          if (kind == 0) {
+            x[i] = std::sin(0.01F * static_cast<float>(i)) + 0.001F * d(rng);
+          } else {
+            const std::uint32_t u = bits(rng);
+            std::memcpy(&x[i], &u, sizeof u);
+          }
+        }
+        const auto cpu = mpc_compress(x, stride);
+        const auto gpu_stream = gpu::mpc_compress_on_device(x, stride);
+        ASSERT_EQ(gpu_stream, cpu) << "stride " << stride << " n " << n << " kind " << kind;
+        std::vector<float> back(n);
+        gpu::mpc_decompress_on_device(cpu, stride, back);
+        EXPECT_EQ(std::memcmp(back.data(), x.data(), n * sizeof(float)), 0) << "stride " << stride << " n " << n;
+      }
+    }
+  }
+}
+
+TEST(MpcGpu, RefusesWhatTheCpuRefuses) {
+  if (!gpu::device_available()) GTEST_SKIP() << "no GPU device";
+  std::vector<float> out(100);
+  EXPECT_THROW(gpu::mpc_decompress_on_device({}, 1, out), KernelError);
+  EXPECT_THROW(gpu::mpc_decompress_on_device({0xffffffffu, 1u}, 1, out), KernelError);
+  EXPECT_THROW(gpu::mpc_compress_on_device({1.0F}, 0), KernelError);
 }
 
 }  // namespace

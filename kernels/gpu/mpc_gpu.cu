@@ -1,0 +1,215 @@
+// MPC on the GPU, one source for CUDA and HIP (see mpc_gpu.hpp). The chunk transform is kernels/mpc_chunk.hpp,
+// the CPU backend's own code. Scans are tiles of kScanTile values scanned in shared memory, then the tiles' sums
+// scanned by one thread, then added back. Grid-stride loops with 64-bit indices.
+#include "kernels/gpu/mpc_gpu.hpp"
+
+#include "kernels/gpu/gpu_compat.hpp"
+#include "kernels/kernel_error.hpp"
+#include "kernels/mpc_chunk.hpp"
+
+namespace shardsim::kernels::gpu {
+namespace {
+
+constexpr unsigned kScanTile = 1024;  // threads per scan block, one value each
+constexpr unsigned kChunkWords = mpc::kChunk + 1;
+
+// ---------------------------------------------------------------- inclusive scan, wrapping unsigned addition
+
+template <class T>
+__global__ void scan_tiles(T* data, std::uint64_t n, T* tile_sums) {
+  __shared__ T s[kScanTile];
+  const std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * kScanTile + threadIdx.x;
+  s[threadIdx.x] = i < n ? data[i] : T(0);
+  __syncthreads();
+  for (unsigned off = 1; off < kScanTile; off *= 2) {
+    const T add = threadIdx.x >= off ? s[threadIdx.x - off] : T(0);
+    __syncthreads();
+    s[threadIdx.x] += add;
+    __syncthreads();
+  }
+  if (i < n) data[i] = s[threadIdx.x];
+  if (threadIdx.x == kScanTile - 1) tile_sums[blockIdx.x] = s[threadIdx.x];
+}
+
+template <class T>
+__global__ void exclusive_scan_serial(T* v, std::uint64_t n) {
+  T run = 0;
+  for (std::uint64_t i = 0; i < n; ++i) {
+    const T x = v[i];
+    v[i] = run;
+    run += x;
+  }
+}
+
+template <class T>
+__global__ void add_tile_offsets(T* data, std::uint64_t n, const T* tile_offsets) {
+  const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
+  for (std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    data[i] += tile_offsets[i / kScanTile];
+  }
+}
+
+// In-place inclusive scan of n values on the device.
+template <class T>
+void inclusive_scan(T* data, std::uint64_t n) {
+  if (n == 0) return;
+  const std::uint64_t tiles = (n + kScanTile - 1) / kScanTile;
+  DeviceBuffer<T> sums(tiles);
+  // Tiles beyond 65535 blocks: one launch per 65535 tiles.
+  for (std::uint64_t first = 0; first < tiles; first += 65535) {
+    const std::uint64_t count = tiles - first < 65535 ? tiles - first : 65535;
+    const std::uint64_t lo = first * kScanTile;
+    scan_tiles<T><<<static_cast<unsigned>(count), kScanTile>>>(data + lo, n - lo, sums.ptr + first);
+    SHARDSIM_GPU_CHECK(gpuGetLastError());
+  }
+  exclusive_scan_serial<T><<<1, 1>>>(sums.ptr, tiles);
+  SHARDSIM_GPU_CHECK(gpuGetLastError());
+  add_tile_offsets<T><<<grid_for(n), kThreads>>>(data, n, sums.ptr);
+  SHARDSIM_GPU_CHECK(gpuGetLastError());
+}
+
+// ---------------------------------------------------------------- compression
+
+__device__ std::uint32_t bits_of(float f) { return __float_as_uint(f); }
+
+__global__ void encode_chunks(const float* in, std::uint64_t n, std::uint64_t stride, std::uint32_t* words,
+                              std::uint64_t* sizes) {
+  const std::uint64_t chunks = (n + mpc::kChunk - 1) / mpc::kChunk;
+  const std::uint64_t grid = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
+  for (std::uint64_t c = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < chunks; c += grid) {
+    std::uint32_t m[mpc::kChunk];
+    for (unsigned i = 0; i < mpc::kChunk; ++i) {
+      const std::uint64_t k = c * mpc::kChunk + i;
+      m[i] = 0;
+      if (k < n) m[i] = mpc::fold(bits_of(in[k]) - (k >= stride ? bits_of(in[k - stride]) : 0u));
+    }
+    mpc::transpose(m);
+    const std::uint32_t bitmap = mpc::nonzero_bitmap(m);
+    std::uint32_t* w = words + c * kChunkWords;
+    w[0] = bitmap;
+    for (unsigned j = 0; j < mpc::kChunk; ++j) w[1 + j] = m[j];
+    sizes[c] = 1 + static_cast<std::uint64_t>(__popc(bitmap));
+  }
+}
+
+// `ends` holds the inclusive scan of the chunk sizes: chunk c starts at ends[c] - size(c).
+__global__ void compact_chunks(const std::uint32_t* words, const std::uint64_t* ends, std::uint64_t chunks,
+                               std::uint32_t* out) {
+  const std::uint64_t grid = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
+  for (std::uint64_t c = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < chunks; c += grid) {
+    const std::uint32_t* w = words + c * kChunkWords;
+    const std::uint32_t bitmap = w[0];
+    std::uint64_t pos = ends[c] - 1 - static_cast<std::uint64_t>(__popc(bitmap));
+    out[pos++] = bitmap;
+    for (unsigned j = 0; j < mpc::kChunk; ++j) {
+      if ((bitmap >> j) & 1u) out[pos++] = w[1 + j];
+    }
+  }
+}
+
+// ---------------------------------------------------------------- decompression
+
+// Chunk starts from the bitmaps, walking the stream once; *bad = 1 when it ends early.
+__global__ void chunk_offsets(const std::uint32_t* stream, std::uint64_t size, std::uint64_t chunks,
+                              std::uint64_t* starts, int* bad) {
+  std::uint64_t pos = 0;
+  for (std::uint64_t c = 0; c < chunks; ++c) {
+    if (pos >= size) {
+      *bad = 1;
+      return;
+    }
+    starts[c] = pos;
+    pos += 1 + static_cast<std::uint64_t>(__popc(stream[pos]));
+  }
+  if (pos > size) *bad = 1;
+}
+
+// Element k of stride class r = k % stride, position j = k / stride, sits at v = r * per + j of the
+// class-major order in which the deltas are summed.
+__device__ std::uint64_t class_major(std::uint64_t k, std::uint64_t stride, std::uint64_t per) {
+  return (k % stride) * per + k / stride;
+}
+
+__global__ void decode_chunks(const std::uint32_t* stream, const std::uint64_t* starts, std::uint64_t n,
+                              std::uint64_t stride, std::uint64_t per, std::uint32_t* deltas) {
+  const std::uint64_t chunks = (n + mpc::kChunk - 1) / mpc::kChunk;
+  const std::uint64_t grid = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
+  for (std::uint64_t c = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; c < chunks; c += grid) {
+    std::uint64_t pos = starts[c];
+    const std::uint32_t bitmap = stream[pos++];
+    std::uint32_t m[mpc::kChunk];
+    for (unsigned j = 0; j < mpc::kChunk; ++j) m[j] = ((bitmap >> j) & 1u) ? stream[pos++] : 0u;
+    mpc::transpose(m);
+    for (unsigned i = 0; i < mpc::kChunk; ++i) {
+      const std::uint64_t k = c * mpc::kChunk + i;
+      if (k < n) deltas[class_major(k, stride, per)] = mpc::unfold(m[i]);
+    }
+  }
+}
+
+// After the scan, sums[v] is the running sum over the class-major order; a class starts from zero.
+__global__ void restore_values(const std::uint32_t* sums, std::uint64_t n, std::uint64_t stride, std::uint64_t per,
+                               float* out) {
+  const std::uint64_t grid = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
+  for (std::uint64_t k = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < n; k += grid) {
+    const std::uint64_t r = k % stride;
+    const std::uint64_t v = class_major(k, stride, per);
+    const std::uint32_t before = r > 0 ? sums[r * per - 1] : 0u;
+    out[k] = __uint_as_float(sums[v] - before);
+  }
+}
+
+}  // namespace
+
+std::vector<std::uint32_t> mpc_compress_on_device(const std::vector<float>& in, std::size_t stride) {
+  if (stride == 0) throw KernelError("MPC stride must be positive");
+  const std::uint64_t n = in.size();
+  if (n == 0) return {};
+  const std::uint64_t chunks = (n + mpc::kChunk - 1) / mpc::kChunk;
+  DeviceBuffer<float> d_in(n);
+  DeviceBuffer<std::uint32_t> words(chunks * kChunkWords), out(chunks * kChunkWords);
+  DeviceBuffer<std::uint64_t> ends(chunks);
+  SHARDSIM_GPU_CHECK(gpuMemcpy(d_in.ptr, in.data(), n * sizeof(float), gpuMemcpyHostToDevice));
+  encode_chunks<<<grid_for(chunks), kThreads>>>(d_in.ptr, n, stride, words.ptr, ends.ptr);
+  SHARDSIM_GPU_CHECK(gpuGetLastError());
+  inclusive_scan(ends.ptr, chunks);
+  compact_chunks<<<grid_for(chunks), kThreads>>>(words.ptr, ends.ptr, chunks, out.ptr);
+  SHARDSIM_GPU_CHECK(gpuGetLastError());
+  std::uint64_t total = 0;
+  SHARDSIM_GPU_CHECK(gpuMemcpy(&total, ends.ptr + (chunks - 1), sizeof total, gpuMemcpyDeviceToHost));
+  std::vector<std::uint32_t> stream(total);
+  SHARDSIM_GPU_CHECK(gpuMemcpy(stream.data(), out.ptr, total * sizeof(std::uint32_t), gpuMemcpyDeviceToHost));
+  return stream;
+}
+
+void mpc_decompress_on_device(const std::vector<std::uint32_t>& stream, std::size_t stride, std::vector<float>& out) {
+  if (stride == 0) throw KernelError("MPC stride must be positive");
+  const std::uint64_t n = out.size();
+  if (n == 0) return;
+  const std::uint64_t chunks = (n + mpc::kChunk - 1) / mpc::kChunk;
+  const std::uint64_t per = (n + stride - 1) / stride;  // positions per stride class (the first class's count)
+  const std::uint64_t virtual_n = per * stride;
+  DeviceBuffer<std::uint32_t> d_stream(stream.size() > 0 ? stream.size() : 1), deltas(virtual_n);
+  DeviceBuffer<std::uint64_t> starts(chunks);
+  DeviceBuffer<int> bad(1);
+  DeviceBuffer<float> d_out(n);
+  if (!stream.empty()) {
+    SHARDSIM_GPU_CHECK(gpuMemcpy(d_stream.ptr, stream.data(), stream.size() * sizeof(std::uint32_t),
+                                 gpuMemcpyHostToDevice));
+  }
+  SHARDSIM_GPU_CHECK(gpuMemset(bad.ptr, 0, sizeof(int)));
+  SHARDSIM_GPU_CHECK(gpuMemset(deltas.ptr, 0, virtual_n * sizeof(std::uint32_t)));  // class tails stay zero
+  chunk_offsets<<<1, 1>>>(d_stream.ptr, stream.size(), chunks, starts.ptr, bad.ptr);
+  SHARDSIM_GPU_CHECK(gpuGetLastError());
+  int h_bad = 0;
+  SHARDSIM_GPU_CHECK(gpuMemcpy(&h_bad, bad.ptr, sizeof h_bad, gpuMemcpyDeviceToHost));
+  if (h_bad) throw KernelError("MPC stream ends early");
+  decode_chunks<<<grid_for(chunks), kThreads>>>(d_stream.ptr, starts.ptr, n, stride, per, deltas.ptr);
+  SHARDSIM_GPU_CHECK(gpuGetLastError());
+  inclusive_scan(deltas.ptr, virtual_n);
+  restore_values<<<grid_for(n), kThreads>>>(deltas.ptr, n, stride, per, d_out.ptr);
+  SHARDSIM_GPU_CHECK(gpuGetLastError());
+  SHARDSIM_GPU_CHECK(gpuMemcpy(out.data(), d_out.ptr, n * sizeof(float), gpuMemcpyDeviceToHost));
+}
+
+}  // namespace shardsim::kernels::gpu

@@ -1,0 +1,18 @@
+#pragma once
+// GPU backend of kernels/mpc_codec.hpp (plain C++17 interface): the same stream and values as the CPU reference.
+// Compression: a thread per 32-value chunk (delta, fold, transpose, bitmap), a scan of the chunks' sizes, then
+// each chunk writes its bitmap and nonzero words at its offset. Decompression: the chunk offsets from the
+// bitmaps (one pass), a thread per chunk restores the deltas, and a scan per stride class adds them up (wrapping
+// 32-bit addition, as the CPU's running sum does).
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace shardsim::kernels::gpu {
+
+/** @brief Compresses `in` on the device. Throws KernelError for stride 0. */
+std::vector<std::uint32_t> mpc_compress_on_device(const std::vector<float>& in, std::size_t stride = 1);
+/** @brief Restores out.size() values on the device. Throws KernelError for a truncated stream or stride 0. */
+void mpc_decompress_on_device(const std::vector<std::uint32_t>& stream, std::size_t stride, std::vector<float>& out);
+
+}  // namespace shardsim::kernels::gpu
