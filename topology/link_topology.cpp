@@ -18,7 +18,7 @@ constexpr double kUs = 1e-6;
 constexpr double kUnlimitedGBps = 1e6;
 
 core::ConfigError topology_error(const std::string& name, const std::string& what) {
-  return core::ConfigError(core::SourceLocation{"<topology:" + name + ">", 0, 0}, "cluster.network", what);
+  return core::ConfigError(core::SourceLocation{"<topology:" + name + ">", 0, 0}, "cluster.topology", "expected " + what);
 }
 
 // ---------------------------------------------------------------- node graphs of the built-in machines
@@ -205,8 +205,8 @@ LinkTopology LinkTopology::build(const core::ClusterSpec& c, TopologyKind kind) 
   }
   if (kind == TopologyKind::kLinks) {
     if (!preset) {
-      throw topology_error(c.name, "a built-in machine (frontier, lassen, dgx-h100) for the link-accurate topology; "
-                                   "use the levels or ideal topology for other clusters");
+      throw topology_error(c.name, "a built-in machine (frontier, lassen, dgx-h100) or a cluster.topology section for "
+                                   "the link-accurate topology; use the levels or ideal topology otherwise");
     }
     if (c.name == "frontier") {
       t.node_ = frontier_node();

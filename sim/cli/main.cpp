@@ -161,8 +161,8 @@ int cmd_run(const std::vector<std::string>& args) {
 int cmd_topology(const std::vector<std::string>& args) {
   po::options_description opts("shardsim topology NAME [options]\n\nShows a built-in machine link by link (every link with "
                                "its source or [guess]); writes it as a SimGrid platform or one node as Graphviz.\n\noptions");
-  opts.add_options()("help,h", "show this help")("name", po::value<std::string>(), "frontier, lassen or dgx-h100")(
-      "nodes", po::value<int>()->default_value(1), "nodes in the job")(
+  opts.add_options()("help,h", "show this help")("name", po::value<std::string>(), "frontier, lassen, dgx-h100, or a scenario file (its cluster)")(
+      "nodes", po::value<int>()->default_value(1), "nodes in the job (a scenario file: its own unless given)")(
       "kind", po::value<std::string>()->default_value("links"), "links (link by link), levels or ideal (from the network levels)")(
       "export", po::value<std::string>(), "write the SimGrid platform XML here")(
       "dot", po::value<std::string>(), "write one node as Graphviz here");
@@ -170,10 +170,20 @@ int cmd_topology(const std::vector<std::string>& args) {
   if (!parsed) return kOk;
   const auto& vm = *parsed;
   if (!vm.count("name")) throw UsageError("missing the machine (shardsim topology NAME)");
-  const auto* preset = topology::find_cluster_preset(vm["name"].as<std::string>());
-  if (!preset) throw UsageError(fmt::format("unknown cluster '{}'", vm["name"].as<std::string>()));
-  core::ClusterSpec c = *preset;
-  c.nodes = vm["nodes"].as<int>();
+  const std::string name = vm["name"].as<std::string>();
+  core::ClusterSpec c;
+  const bool file = name.size() > 5 && (name.ends_with(".yaml") || name.ends_with(".yml"));
+  if (file) {
+    // A scenario's cluster: its own node graph and fabric (cluster.topology) or a preset, at its node count.
+    const auto scenarios = scenario::load_scenarios(name);
+    c = scenarios.front().cluster;
+    if (!vm["nodes"].defaulted()) c.nodes = vm["nodes"].as<int>();
+  } else {
+    const auto* preset = topology::find_cluster_preset(name);
+    if (!preset) throw UsageError(fmt::format("unknown cluster '{}'", name));
+    c = *preset;
+    c.nodes = vm["nodes"].as<int>();
+  }
   const auto topo = topology::LinkTopology::build(c, topology::parse_topology_kind(vm["kind"].as<std::string>(), "--kind"));
   topo.validate();
   if (vm.count("export")) report::write_file_atomic(vm["export"].as<std::string>(), topo.to_simgrid_xml());

@@ -329,7 +329,7 @@ core::ClusterSpec parse_cluster(const ConfigNode& n) {
       small.nodes = std::min(c.nodes, 2);
       topology::LinkTopology::build(small, topology::TopologyKind::kLinks).validate();
     } catch (const ConfigError& e) {
-      at.fail("expected " + e.expected());
+      at.fail(e.expected());
     }
   }
   return c;

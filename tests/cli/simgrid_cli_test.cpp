@@ -101,6 +101,17 @@ TEST(SimGridCli, TopologyExportsPlatformAndDot) {
   fs::remove_all(dir);
 }
 
+TEST(SimGridCli, TopologyOfAScenarioFileIsItsOwnNodeGraph) {
+  const fs::path dir = temp_dir();
+  const Outcome r = run("topology scenarios/pcie_box_user_topology.yaml --export " + (dir / "p.xml").string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("node graph of the scenario (4 devices, 7 links), fat-tree fabric"), std::string::npos);
+  EXPECT_NE(r.out.find("16 nodes"), std::string::npos);
+  EXPECT_NE(read(dir / "p.xml").find("<host id=\"n15.gpu3\""), std::string::npos);
+  EXPECT_EQ(run("topology scenarios/no_such_file.yaml").code, 2);
+  fs::remove_all(dir);
+}
+
 TEST(SimGridCli, BadInputIsExitCodeTwo) {
   EXPECT_EQ(run("topology frontier --nodes 9409").code, 2);
   EXPECT_EQ(run("topology frontier --nodes 0").code, 2);
