@@ -180,6 +180,19 @@ void NodeGraph::add_link(int a, int b, double gb_per_s, double latency_us, std::
   links.push_back(std::move(l));
 }
 
+void apply_fabric_override(const core::FabricOverride& o, core::FabricSpec& f) {
+  const std::string src = "cluster.fabric of " + o.source;
+  if (o.port_bandwidth) f.port_bandwidth = *o.port_bandwidth;
+  if (o.port_latency) f.port_latency = *o.port_latency;
+  if (o.port_bandwidth || o.port_latency) f.port_source = src;
+  if (o.switch_bandwidth) f.switch_bandwidth = *o.switch_bandwidth;
+  if (o.switch_latency) f.switch_latency = *o.switch_latency;
+  if (o.switch_bandwidth || o.switch_latency) f.switch_source = src;
+  if (o.global_bandwidth) f.global_bandwidth = *o.global_bandwidth;
+  if (o.global_latency) f.global_latency = *o.global_latency;
+  if (o.global_bandwidth || o.global_latency) f.global_source = src;
+}
+
 TopologyKind parse_topology_kind(const std::string& text, const std::string& key) {
   if (text == "auto") return TopologyKind::kAuto;
   if (text == "links") return TopologyKind::kLinks;
@@ -201,7 +214,9 @@ LinkTopology LinkTopology::build(const core::ClusterSpec& c, TopologyKind kind) 
   }
   bool devices_forward = false;
   if (kind == TopologyKind::kLinks && c.topology) {
-    return from_spec(*c.topology, c.name, c.nodes, c.devices_per_node);
+    core::NodeGraphSpec spec = *c.topology;
+    if (c.fabric_override) apply_fabric_override(*c.fabric_override, spec.fabric);
+    return from_spec(spec, c.name, c.nodes, c.devices_per_node);
   }
   if (kind == TopologyKind::kLinks) {
     if (!preset) {
@@ -285,6 +300,7 @@ LinkTopology LinkTopology::build(const core::ClusterSpec& c, TopologyKind kind) 
                                              t.devices_per_node(), c.devices_per_node));
   }
   t.devices_forward_ = devices_forward;
+  if (kind == TopologyKind::kLinks && c.fabric_override) apply_fabric_override(*c.fabric_override, t.fab_);
   t.check_fabric();
   t.build_fabric();
   t.finish_node_routes();

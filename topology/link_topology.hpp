@@ -50,6 +50,9 @@ enum class TopologyKind : std::uint8_t {
   kIdeal,   ///< from the levels, every rank with private links of its per-rank bandwidth (no shared link)
 };
 
+/** @brief Applies `cluster.fabric` changes to a fabric. */
+void apply_fabric_override(const core::FabricOverride& o, core::FabricSpec& f);
+
 /** @brief Parses "auto" | "links" | "levels" | "ideal"; throws core::ConfigError naming `key` otherwise. */
 TopologyKind parse_topology_kind(const std::string& text, const std::string& key);
 

@@ -59,6 +59,8 @@ struct ClusterSpec {
   /// the machine link by link, when the scenario describes it (else the SimGrid engine uses a built-in
   /// machine's links or derives them from the levels); shared, so copies of a spec stay cheap
   std::shared_ptr<const NodeGraphSpec> topology;
+  /// changes to that machine's fabric (`cluster.fabric`), when the scenario gives some
+  std::shared_ptr<const FabricOverride> fabric_override;
 
   [[nodiscard]] int total_devices() const { return nodes * devices_per_node; }
   /** @brief Index of the level whose domain is one node. Precondition: validated spec. */

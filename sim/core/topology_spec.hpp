@@ -5,6 +5,7 @@
 // the cluster's network levels. Names are checked when the scenario is read; reachability when the topology is
 // built (both before anything is simulated).
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,18 @@ struct FabricSpec {
   int global_links = 0;          ///< links between every pair of groups
   BytesPerSec global_bandwidth;
   Seconds global_latency;
+};
+
+/** @brief Changes to the fabric of a link-by-link machine (built-in or the scenario's), from `cluster.fabric`:
+ *  what-if studies and calibrated link rates. Unset fields keep the machine's values. */
+struct FabricOverride {
+  std::optional<BytesPerSec> port_bandwidth;
+  std::optional<Seconds> port_latency;
+  std::optional<BytesPerSec> switch_bandwidth;
+  std::optional<Seconds> switch_latency;
+  std::optional<BytesPerSec> global_bandwidth;
+  std::optional<Seconds> global_latency;
+  std::string source;  ///< shown on the links it changes (the scenario file)
 };
 
 struct NodeGraphSpec {

@@ -279,7 +279,7 @@ core::ClusterSpec parse_cluster(const ConfigNode& n) {
   if (n.is_scalar()) {
     c = preset_or_fail(n, n.as_string());
   } else {
-    n.expect_map({"preset", "name", "nodes", "devices_per_node", "device", "host", "network", "topology"});
+    n.expect_map({"preset", "name", "nodes", "devices_per_node", "device", "host", "network", "topology", "fabric"});
     if (auto p = n.find("preset")) {
       c = preset_or_fail(*p, p->as_string());
     } else {
@@ -318,6 +318,20 @@ core::ClusterSpec parse_cluster(const ConfigNode& n) {
   if (c.levels.back().domain_ranks < c.total_devices()) {
     net_at.fail(fmt::format("the outermost level spans {} ranks but the job has {} devices; use ranks: all",
                             c.levels.back().domain_ranks, c.total_devices()));
+  }
+  if (!n.is_scalar() && n.has("fabric")) {
+    const ConfigNode f = n.get("fabric");
+    f.expect_map({"port_bandwidth", "port_latency", "switch_bandwidth", "switch_latency", "global_bandwidth",
+                  "global_latency"});
+    auto o = std::make_shared<core::FabricOverride>();
+    o->source = n.file();
+    if (auto v = f.find("port_bandwidth")) o->port_bandwidth = v->as_bandwidth();
+    if (auto v = f.find("port_latency")) o->port_latency = v->as_duration();
+    if (auto v = f.find("switch_bandwidth")) o->switch_bandwidth = v->as_bandwidth();
+    if (auto v = f.find("switch_latency")) o->switch_latency = v->as_duration();
+    if (auto v = f.find("global_bandwidth")) o->global_bandwidth = v->as_bandwidth();
+    if (auto v = f.find("global_latency")) o->global_latency = v->as_duration();
+    c.fabric_override = std::move(o);
   }
   if (!n.is_scalar() && n.has("topology")) {
     const ConfigNode at = n.get("topology");

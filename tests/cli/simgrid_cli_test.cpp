@@ -127,18 +127,30 @@ namespace {
 
 // A user-described node graph and fabric, run on the scenario's own engine (simgrid): the whole report,
 // network section included, is deterministic and kept as a golden file.
-TEST(SimGridCli, UserTopologyReportMatchesTheGoldenFile) {
+class SimGridGolden : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SimGridGolden, ReportMatchesTheGoldenFile) {
   if (!shardsim::engine::simgrid_available()) GTEST_SKIP() << "built without SimGrid";
-  const Outcome r = run("run scenarios/pcie_box_user_topology.yaml");
+  const Outcome r = run("run scenarios/" + GetParam() + ".yaml");
   ASSERT_EQ(r.code, 0) << r.out;
-  EXPECT_NE(r.out.find("node graph of the scenario (4 devices, 7 links), fat-tree fabric"), std::string::npos);
-  const fs::path golden = kSource / "tests" / "golden" / "pcie_box_user_topology.txt";
+  const fs::path golden = kSource / "tests" / "golden" / (GetParam() + ".txt");
   if (std::getenv("SHARDSIM_UPDATE_GOLDEN")) {
     std::ofstream(golden, std::ios::binary) << r.out;
     GTEST_SKIP() << "rewrote " << golden;
   }
   EXPECT_EQ(r.out, read(golden));
 }
+
+INSTANTIATE_TEST_SUITE_P(Scenarios, SimGridGolden,
+                         ::testing::Values("pcie_box_user_topology", "frontier_gpt20b_nic_sensitivity"));
+
+TEST(SimGridCli, UserTopologyReportNamesItsPlatform) {
+  if (!shardsim::engine::simgrid_available()) GTEST_SKIP() << "built without SimGrid";
+  const Outcome r = run("run scenarios/pcie_box_user_topology.yaml");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("node graph of the scenario (4 devices, 7 links), fat-tree fabric"), std::string::npos);
+}
+
 
 }  // namespace
 

@@ -182,3 +182,32 @@ TEST(SimGridEngine, NodeSymmetryGivesTheTimesOfTheFullSimulation) {
 }
 
 }  // namespace
+
+namespace {
+
+using namespace shardsim;
+
+TEST(SimGridEngine, FabricOverrideChangesTheLinksNotTheAnalyticalEngine) {
+  if (!engine::simgrid_available()) GTEST_SKIP() << "built without SimGrid";
+  const std::string base =
+      "name: t\nmodel: gpt-20b-frontier\ncluster: {preset: frontier, nodes: 8, fabric: {port_bandwidth: PORT}}\n"
+      "plan: {zero_stage: 3, micro_batch: 1, recompute: full}\n";
+  auto with = [&](const std::string& port) {
+    std::string y = base;
+    y.replace(y.find("PORT"), 4, port);
+    return scenario::parse_scenarios(y, "<test>").front();
+  };
+  const auto fast = with("25GB/s");
+  const auto slow = with("2.5GB/s");
+  // The analytical engine sees the network levels only.
+  EXPECT_EQ(scenario::evaluate(fast).run.iteration_time.value(), scenario::evaluate(slow).run.iteration_time.value());
+  const auto tf = on_simgrid(fast, topology::TopologyKind::kLinks);
+  const auto ts = on_simgrid(slow, topology::TopologyKind::kLinks);
+  EXPECT_GT(ts.run.iteration_time.value(), 1.5 * tf.run.iteration_time.value());
+  // The slowed port is what bounds the collectives, and its rate is the override's.
+  ASSERT_FALSE(ts.run.network.bounding.empty());
+  EXPECT_NE(ts.run.network.bounding[0].name.find("hsn"), std::string::npos) << ts.run.network.bounding[0].name;
+  EXPECT_DOUBLE_EQ(ts.run.network.bounding[0].bandwidth_Bps, 2.5e9);
+}
+
+}  // namespace
