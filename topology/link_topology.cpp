@@ -286,7 +286,7 @@ LinkTopology LinkTopology::build(const core::ClusterSpec& c, TopologyKind kind) 
     t.node_ = levels_node(c, kind == TopologyKind::kIdeal, node_level);
     t.fab_.kind = FabricKind::kCrossbar;
     t.description_ = fmt::format("{}: derived from its network levels ({})", c.name,
-                                 kind == TopologyKind::kIdeal ? "private per-rank links, nothing shared"
+                                 kind == TopologyKind::kIdeal ? "private per-rank links, the SimGrid engine runs one copy per stream: nothing shared"
                                                               : "ports shared as the levels say");
     if (node_level + 1 < levels) {
       const auto& lv = c.levels[static_cast<std::size_t>(node_level + 1)];

@@ -28,21 +28,22 @@ class RouterZone : public sgr::NetZoneImpl {
       : sgr::NetZoneImpl(name), topology_(topology) {}
 
   void get_local_route(const sgr::NetPoint* src, const sgr::NetPoint* dst, sgr::Route* into, double* latency) override {
-    const int a = vertex_of(src);
-    const int b = vertex_of(dst);
-    SHARDSIM_ASSERT(a >= 0 && b >= 0, "a route to a host outside the topology");
+    const auto [a, lane] = vertex_of(src);
+    const auto [b, lane_b] = vertex_of(dst);
+    SHARDSIM_ASSERT(a >= 0 && b >= 0 && lane == lane_b, "a route to a host outside the topology or its lane");
     topology_.route(a, b, hops_);
+    const std::size_t base = static_cast<std::size_t>(lane) * topology_.link_count();
     for (const topology::Hop& h : hops_) {
-      const auto i = static_cast<std::size_t>(h.link);
+      const auto i = base + static_cast<std::size_t>(h.link);
       into->link_list_.push_back(h.forward ? up_[i] : down_[i]);
       if (latency) *latency += topology_.link_latency_s(h.link);
     }
   }
 
-  void map(const sgr::NetPoint* p, int vertex) {
+  void map(const sgr::NetPoint* p, int vertex, int lane) {
     const auto id = static_cast<std::size_t>(p->id());
-    if (vertex_by_id_.size() <= id) vertex_by_id_.resize(id + 1, -1);
-    vertex_by_id_[id] = vertex;
+    if (vertex_by_id_.size() <= id) vertex_by_id_.resize(id + 1, {-1, 0});
+    vertex_by_id_[id] = {vertex, lane};
   }
   void add_link(simgrid::kernel::resource::StandardLinkImpl* up, simgrid::kernel::resource::StandardLinkImpl* down) {
     up_.push_back(up);
@@ -50,13 +51,13 @@ class RouterZone : public sgr::NetZoneImpl {
   }
 
  private:
-  [[nodiscard]] int vertex_of(const sgr::NetPoint* p) const {
+  [[nodiscard]] std::pair<int, int> vertex_of(const sgr::NetPoint* p) const {
     const auto id = static_cast<std::size_t>(p->id());
-    return id < vertex_by_id_.size() ? vertex_by_id_[id] : -1;
+    return id < vertex_by_id_.size() ? vertex_by_id_[id] : std::pair<int, int>{-1, 0};
   }
 
   const topology::LinkTopology& topology_;
-  std::vector<int> vertex_by_id_;
+  std::vector<std::pair<int, int>> vertex_by_id_;  // (vertex, lane)
   std::vector<simgrid::kernel::resource::StandardLinkImpl*> up_;
   std::vector<simgrid::kernel::resource::StandardLinkImpl*> down_;
   std::vector<topology::Hop> hops_;
@@ -70,7 +71,8 @@ struct NetSim::Impl {
   int argc = 0;
   std::unique_ptr<sg::Engine> engine;
   RouterZone* zone = nullptr;
-  std::vector<sg::Host*> hosts;  // per topology vertex; nullptr for NICs and switches
+  std::vector<sg::Host*> hosts;  // per lane and topology vertex; nullptr for NICs and switches
+  std::size_t vertices = 0;
   sg::Host* clock = nullptr;     // where actors live (they only sleep and start transfers)
   sg::MutexPtr mutex;
   sg::ConditionVariablePtr cv;
@@ -121,31 +123,38 @@ double time_transfer_on_platform_file(const std::string& path, const std::string
   return end;
 }
 
-NetSim::NetSim(const topology::LinkTopology& topology) : impl_(std::make_unique<Impl>()) {
+NetSim::NetSim(const topology::LinkTopology& topology, int lanes) : impl_(std::make_unique<Impl>()) {
   auto& m = *impl_;
   m.engine = make_engine(m.arg_text, m.argv, m.argc);
 
   m.zone = new RouterZone(topology.name(), topology);  // owned by SimGrid: the root netzone
   sg::NetZone* z = m.zone->get_iface();
   const std::size_t nv = topology.vertex_count();
-  m.hosts.assign(nv, nullptr);
-  for (std::size_t v = 0; v < nv; ++v) {
-    const topology::Vertex x = topology.vertex(static_cast<int>(v));
-    if (x.kind != topology::VertexKind::kDevice && x.kind != topology::VertexKind::kHost) continue;
-    sg::Host* h = z->create_host(x.name, 1e9);
-    h->seal();
-    m.zone->map(h->get_netpoint(), static_cast<int>(v));
-    m.hosts[v] = h;
+  m.vertices = nv;
+  m.hosts.assign(nv * static_cast<std::size_t>(lanes), nullptr);
+  for (int lane = 0; lane < lanes; ++lane) {
+    const std::string prefix = lane == 0 ? std::string() : "lane" + std::to_string(lane) + ".";
+    for (std::size_t v = 0; v < nv; ++v) {
+      const topology::Vertex x = topology.vertex(static_cast<int>(v));
+      if (x.kind != topology::VertexKind::kDevice && x.kind != topology::VertexKind::kHost) continue;
+      sg::Host* h = z->create_host(prefix + x.name, 1e9);
+      h->seal();
+      m.zone->map(h->get_netpoint(), static_cast<int>(v), lane);
+      m.hosts[static_cast<std::size_t>(lane) * nv + v] = h;
+    }
   }
   m.clock = z->create_host("shardsim.clock", 1e9);
   m.clock->seal();
   const std::size_t nl = topology.link_count();
-  for (std::size_t l = 0; l < nl; ++l) {
-    const topology::Link k = topology.link(static_cast<int>(l));
-    sg::SplitDuplexLink* link = z->create_split_duplex_link(k.name, k.bandwidth.value());
-    link->set_latency(k.latency.value());
-    link->seal();
-    m.zone->add_link(link->get_link_up()->get_impl(), link->get_link_down()->get_impl());
+  for (int lane = 0; lane < lanes; ++lane) {
+    const std::string prefix = lane == 0 ? std::string() : "lane" + std::to_string(lane) + ".";
+    for (std::size_t l = 0; l < nl; ++l) {
+      const topology::Link k = topology.link(static_cast<int>(l));
+      sg::SplitDuplexLink* link = z->create_split_duplex_link(prefix + k.name, k.bandwidth.value());
+      link->set_latency(k.latency.value());
+      link->seal();
+      m.zone->add_link(link->get_link_up()->get_impl(), link->get_link_down()->get_impl());
+    }
   }
   z->seal();
 }
@@ -164,13 +173,14 @@ void NetSim::sleep_for(double seconds) {
   if (seconds > 0.0) sg::this_actor::sleep_for(seconds);
 }
 
-void NetSim::transfer(const std::vector<NetFlow>& flows) {
+void NetSim::transfer(const std::vector<NetFlow>& flows, int lane) {
+  const std::size_t base = static_cast<std::size_t>(lane) * impl_->vertices;
   std::vector<sg::CommPtr> comms;
   comms.reserve(flows.size());
   for (const NetFlow& f : flows) {
     if (!(f.bytes > 0.0)) continue;
-    sg::Host* a = impl_->hosts[static_cast<std::size_t>(f.src_vertex)];
-    sg::Host* b = impl_->hosts[static_cast<std::size_t>(f.dst_vertex)];
+    sg::Host* a = impl_->hosts[base + static_cast<std::size_t>(f.src_vertex)];
+    sg::Host* b = impl_->hosts[base + static_cast<std::size_t>(f.dst_vertex)];
     SHARDSIM_ASSERT(a && b, "transfers run between devices and CPUs");
     comms.push_back(sg::Comm::sendto_async(a, b, static_cast<std::uint64_t>(std::ceil(f.bytes))));
   }
@@ -201,7 +211,7 @@ bool simgrid_available() { return true; }
 
 struct NetSim::Impl {};
 
-NetSim::NetSim(const topology::LinkTopology&) {
+NetSim::NetSim(const topology::LinkTopology&, int) {
   throw core::ConfigError(core::SourceLocation{"<engine>", 0, 0}, "engine",
                           "analytical: this shardsim was built without SimGrid (install libsimgrid-dev and rebuild)");
 }
@@ -210,7 +220,7 @@ void NetSim::spawn(const std::string&, std::function<void()>) {}
 void NetSim::run() {}
 double NetSim::now() { return 0.0; }
 void NetSim::sleep_for(double) {}
-void NetSim::transfer(const std::vector<NetFlow>&) {}
+void NetSim::transfer(const std::vector<NetFlow>&, int) {}
 void NetSim::wait() {}
 bool NetSim::wait_until(double) { return true; }
 void NetSim::notify_all() {}

@@ -26,8 +26,10 @@ struct NetFlow {
 
 class NetSim {
  public:
-  /** @brief Builds the SimGrid platform of `topology`. Precondition: no other NetSim in this process. */
-  explicit NetSim(const topology::LinkTopology& topology);
+  /** @brief Builds the SimGrid platform of `topology`, `lanes` disjoint copies of it (a transfer runs in one
+   *  lane and shares links only with transfers of the same lane). Precondition: no other NetSim in this
+   *  process. */
+  explicit NetSim(const topology::LinkTopology& topology, int lanes = 1);
   ~NetSim();
   NetSim(const NetSim&) = delete;
   NetSim& operator=(const NetSim&) = delete;
@@ -41,8 +43,8 @@ class NetSim {
   [[nodiscard]] static double now();
   /** @brief Blocks the calling actor for `seconds` of simulated time. */
   static void sleep_for(double seconds);
-  /** @brief Starts every flow at once and blocks the calling actor until all have arrived. */
-  void transfer(const std::vector<NetFlow>& flows);
+  /** @brief Starts every flow at once in lane `lane` and blocks the calling actor until all have arrived. */
+  void transfer(const std::vector<NetFlow>& flows, int lane = 0);
   /** @brief Blocks the calling actor until notify_all(). */
   void wait();
   /** @brief Blocks until notify_all() or until simulated time `deadline`; true when the deadline was reached. */

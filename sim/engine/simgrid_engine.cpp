@@ -369,7 +369,9 @@ class Simulation {
  public:
   Simulation(const core::ClusterSpec& c, const topology::LinkTopology& topo, core::CollectiveAlgorithm algorithm,
              const SimGridOptions& options, AnalyticalEngine& analytical, const TaskGraph& g)
-      : topo_(topo), options_(options), analytical_(analytical), g_(g), planner_(c, topo, algorithm, g, options.node_symmetry), net_(topo) {}
+      : topo_(topo), options_(options), analytical_(analytical), g_(g), planner_(c, topo, algorithm, g, options.node_symmetry),
+        lanes_(options.topology == topology::TopologyKind::kIdeal ? static_cast<int>(kStreams) : 1),
+        net_(topo, lanes_) {}
 
   SimOutput run() {
     const auto& tasks = g_.tasks();
@@ -424,15 +426,16 @@ class Simulation {
     return it->second;
   }
 
-  void play(const CommPlan& p, double fraction) {
+  // `lane`: the task's stream on the ideal platform (one copy of it per stream), else 0.
+  void play(const CommPlan& p, double fraction, int lane) {
     for (const Phase& ph : p.phases) {
       NetSim::sleep_for(ph.pre_delay_s * fraction);
       if (fraction == 1.0) {
-        net_.transfer(ph.flows);
+        net_.transfer(ph.flows, lane);
       } else {
         std::vector<NetFlow> part = ph.flows;
         for (NetFlow& f : part) f.bytes *= fraction;
-        net_.transfer(part);
+        net_.transfer(part, lane);
       }
     }
   }
@@ -445,6 +448,7 @@ class Simulation {
     out_.report.step_latency_s += p.latency_s;
     out_.report.bandwidth_s += p.bound_s;
     if (p.phases.empty()) return;
+    const int lane = lanes_ > 1 ? static_cast<int>(t.stream) : 0;
     Running me;
     const double replay = isolated_[static_cast<std::size_t>(pi)];
     if (options_.cache_collectives && replay >= 0.0 && running_.empty()) {
@@ -455,7 +459,7 @@ class Simulation {
       ++cached_;
       const double end = NetSim::now() + replay;
       while (NetSim::now() < end && !me.convert) net_.wait_until(end);
-      if (me.convert && NetSim::now() < end && replay > 0.0) play(p, (end - NetSim::now()) / replay);
+      if (me.convert && NetSim::now() < end && replay > 0.0) play(p, (end - NetSim::now()) / replay, lane);
     } else {
       me.overlapped = !running_.empty();
       bool wake = false;
@@ -470,7 +474,7 @@ class Simulation {
       running_.push_back(&me);
       ++live_;
       const double start = NetSim::now();
-      play(p, 1.0);
+      play(p, 1.0, lane);
       if (!me.overlapped) isolated_[static_cast<std::size_t>(pi)] = NetSim::now() - start;
     }
     running_.erase(std::find(running_.begin(), running_.end(), &me));
@@ -481,6 +485,7 @@ class Simulation {
   AnalyticalEngine& analytical_;
   const TaskGraph& g_;
   Planner planner_;
+  int lanes_ = 1;  // the ideal platform: one copy per stream, so that nothing is shared at all
   NetSim net_;
   SimOutput out_;
   std::vector<char> done_;
