@@ -7,6 +7,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <algorithm>
 #include <vector>
 
 #include "sim/cli/bench.hpp"
@@ -151,6 +152,14 @@ int cmd_run(const std::vector<std::string>& args) {
     if (scenarios[0].engine == "simgrid") print_network(scenarios[0], evals[0]);
   } else {
     std::cout << report::render_sweep(scenarios, evals);
+    if (std::any_of(scenarios.begin(), scenarios.end(), [](const auto& v) { return v.engine == "simgrid"; })) {
+      std::vector<scenario::Evaluation> analytical;
+      for (auto v : scenarios) {
+        v.engine = "analytical";
+        analytical.push_back(scenario::evaluate(v));
+      }
+      std::cout << report::render_network_sweep(scenarios, evals, analytical);
+    }
     if (vm.count("details")) {
       for (std::size_t i = 0; i < scenarios.size(); ++i) std::cout << "\n" << report::render_table(scenarios[i], evals[i]);
     }

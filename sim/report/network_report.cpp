@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace shardsim::report {
@@ -56,6 +57,27 @@ std::string render_network(const scenario::Scenario& s, const scenario::Evaluati
     o += fmt::format("  simulation cost          {:.2f} s wall, {:.0f} MB peak\n", n.wall_s, n.peak_rss_mb);
   }
   (void)s;
+  return o;
+}
+
+std::string render_network_sweep(const std::vector<scenario::Scenario>& scenarios,
+                                 const std::vector<scenario::Evaluation>& simgrid,
+                                 const std::vector<scenario::Evaluation>& analytical) {
+  std::size_t w = 7;
+  for (const auto& s : scenarios) w = std::max(w, s.variant.size());
+  std::string o = "\nnetwork (simgrid engine vs analytical)\n";
+  o += fmt::format("  {:<{}}  {:>10}  {:>10}  {:>8}  {}\n", "variant", w, "simgrid", "analytic", "diff",
+                   "link bounding most");
+  for (std::size_t i = 0; i < scenarios.size(); ++i) {
+    if (scenarios[i].engine != "simgrid") continue;
+    const double ts = simgrid[i].run.iteration_time.value();
+    const double ta = analytical[i].run.iteration_time.value();
+    const auto& b = simgrid[i].run.network.bounding;
+    o += fmt::format("  {:<{}}  {:>10}  {:>10}  {:>+7.2f}%  {}\n", scenarios[i].variant, w,
+                     core::format_seconds(simgrid[i].run.iteration_time),
+                     core::format_seconds(analytical[i].run.iteration_time), ta > 0.0 ? 100.0 * (ts - ta) / ta : 0.0,
+                     b.empty() ? std::string("-") : b[0].name);
+  }
   return o;
 }
 

@@ -4,6 +4,7 @@
 // and what the simulation cost. Printed only for runs on the SimGrid engine; deterministic apart from the
 // cost line (wall time and memory), which render_network leaves out unless asked.
 #include <string>
+#include <vector>
 
 #include "sim/scenario/evaluate.hpp"
 #include "sim/scenario/scenario.hpp"
@@ -14,5 +15,11 @@ namespace shardsim::report {
  *  `with_cost` adds the simulation's wall time and peak memory (not byte-identical between runs). */
 std::string render_network(const scenario::Scenario& s, const scenario::Evaluation& simgrid,
                            const scenario::Evaluation& analytical, bool with_cost);
+
+/** @brief For a sweep on the SimGrid engine: each variant's time next to the analytical engine's (`analytical`,
+ *  same order), the difference, and the link that bounds its collectives most. */
+std::string render_network_sweep(const std::vector<scenario::Scenario>& scenarios,
+                                 const std::vector<scenario::Evaluation>& simgrid,
+                                 const std::vector<scenario::Evaluation>& analytical);
 
 }  // namespace shardsim::report
