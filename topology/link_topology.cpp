@@ -434,6 +434,9 @@ void LinkTopology::build_fabric() {
   auto add_fabric_link = [&](std::string n, int a, int b, double bw_Bps, double lat_s, std::string src) {
     fabric_links_.push_back(Link{std::move(n), a, b, core::BytesPerSec(bw_Bps), core::Seconds(lat_s), std::move(src)});
   };
+  auto nic_name = [&](int rail) {
+    return node_.vertices[static_cast<std::size_t>(node_.nics[static_cast<std::size_t>(rail)])].name;
+  };
   auto nic_vertex = [&](int node, int rail) {
     return node * static_cast<int>(node_.vertices.size()) + node_.nics[static_cast<std::size_t>(rail)];
   };
@@ -450,7 +453,7 @@ void LinkTopology::build_fabric() {
       for (int k = 0; k < nodes_; ++k) {
         for (int r = 0; r < nics; ++r) {
           uplink_.push_back(static_cast<int>(fabric_links_.size()));
-          add_fabric_link(fmt::format("n{}.nic{}-fabric", k, r), nic_vertex(k, r), x, fab_.port_bandwidth.value(),
+          add_fabric_link(fmt::format("n{}.{}-fabric", k, nic_name(r)), nic_vertex(k, r), x, fab_.port_bandwidth.value(),
                           fab_.port_latency.value(), fab_.port_source);
         }
       }
@@ -468,7 +471,7 @@ void LinkTopology::build_fabric() {
         for (int r = 0; r < nics; ++r) {
           const int s = switch_of(k, r);
           uplink_.push_back(static_cast<int>(fabric_links_.size()));
-          add_fabric_link(fmt::format("n{}.hsn{}-g{}.sw{}", k, r, g, s), nic_vertex(k, r),
+          add_fabric_link(fmt::format("n{}.{}-g{}.sw{}", k, nic_name(r), g, s), nic_vertex(k, r),
                           first_switch + g * fab_.group_switches + s, fab_.port_bandwidth.value(),
                           fab_.port_latency.value(), fab_.port_source);
         }
@@ -507,7 +510,7 @@ void LinkTopology::build_fabric() {
       for (int k = 0; k < nodes_; ++k) {
         for (int r = 0; r < nics; ++r) {
           uplink_.push_back(static_cast<int>(fabric_links_.size()));
-          add_fabric_link(fmt::format("n{}.nic{}-rail{}.leaf{}", k, r, r, k / fab_.leaf_nodes), nic_vertex(k, r),
+          add_fabric_link(fmt::format("n{}.{}-rail{}.leaf{}", k, nic_name(r), r, k / fab_.leaf_nodes), nic_vertex(k, r),
                           base + r * (leaves_ + fab_.spines) + k / fab_.leaf_nodes, fab_.port_bandwidth.value(),
                           fab_.port_latency.value(), fab_.port_source);
         }
