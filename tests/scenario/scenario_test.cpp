@@ -454,6 +454,11 @@ TEST(ScenarioTopology, BadNodeGraphsNameTheLineAndKey) {
                        "{kind: dragonfly, switch_bandwidth: 25GB/s, group_nodes: 64, group_switches: 2, "
                        "endpoints_per_switch: 16, global_links: 2, global_bandwidth: 25GB/s}"),
                {12, 5, "cluster.topology", "switches per dragonfly group"});
+  // cluster.fabric: a misspelt key, a zero rate.
+  expect_error(replace(kTopo, "  nodes: 4\n", "  nodes: 4\n  fabric: {port_bandwith: 10GB/s}\n"),
+               {6, 12, "cluster.fabric.port_bandwith", "did you mean 'port_bandwidth'"});
+  expect_error(replace(kTopo, "  nodes: 4\n", "  nodes: 4\n  fabric: {port_bandwidth: 0GB/s}\n"),
+               {6, 28, "cluster.fabric.port_bandwidth", "positive"});
   // A fabric key that does not belong to the kind.
   expect_error(replace(kTopo, "leaf_nodes: 2, spines: 2}", "leaf_nodes: 2, spines: 2, global_links: 3}"),
                {24, 0, "cluster.topology.fabric.global_links", "global_links"});
