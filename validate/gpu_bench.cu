@@ -8,6 +8,7 @@
 
 #include "kernels/gpu/block_quant_gpu.hpp"
 #include "kernels/gpu/gpu_compat.hpp"
+#include "kernels/gpu/mpc_gpu.hpp"
 #include "kernels/gpu/zfp_gpu.hpp"
 #include "kernels/zfp_block.hpp"
 
@@ -127,6 +128,10 @@ void run(double min_bytes, double max_bytes, double budget, const std::function<
   DeviceBuffer<std::uint8_t> packed(max_n + 4), stream(kernels::zfp::compressed_bytes(max_n, 8.0) + 8);
   const std::size_t block = 8192;
   DeviceBuffer<float> scales(max_n / block + 1);
+  DeviceBuffer<std::uint32_t> mpc_words(kernels::gpu::mpc_words_scratch(max_n)),
+      mpc_out(kernels::gpu::mpc_words_scratch(max_n)), mpc_deltas(kernels::gpu::mpc_deltas_scratch(max_n, 1));
+  DeviceBuffer<std::uint64_t> mpc_ends(max_n / 32 + 1);
+  DeviceBuffer<int> mpc_bad(1);
   HostPinned pinned(max_n * sizeof(float));
   std::memset(pinned.ptr, 0, max_n * sizeof(float));
   std::vector<float> pageable(max_n, 1.0f);
@@ -157,6 +162,16 @@ void run(double min_bytes, double max_bytes, double budget, const std::function<
                   time_median(budget, [&] { kernels::gpu::zfp_compress_device_ptrs(x.ptr, n, 8.0, stream.ptr); })});
     record(Sample{"kernel", "zfp_decompress_rate8", static_cast<double>(nb), 0, 0, 0,
                   time_median(budget, [&] { kernels::gpu::zfp_decompress_device_ptrs(stream.ptr, n, 8.0, y.ptr); })});
+    record(Sample{"kernel", "mpc", static_cast<double>(nb), 0, 0, 0, time_median(budget, [&] {
+                    kernels::gpu::mpc_compress_device_ptrs(x.ptr, n, 1, mpc_words.ptr, mpc_ends.ptr, mpc_out.ptr);
+                  })});
+    std::uint64_t mpc_size = 0;
+    SHARDSIM_GPU_CHECK(gpuMemcpy(&mpc_size, mpc_ends.ptr + ((n + 31) / 32 - 1), sizeof mpc_size,
+                                 gpuMemcpyDeviceToHost));
+    record(Sample{"kernel", "mpc_decompress", static_cast<double>(nb), 0, 0, 0, time_median(budget, [&] {
+                    kernels::gpu::mpc_decompress_device_ptrs(mpc_out.ptr, mpc_size, n, 1, mpc_ends.ptr, mpc_deltas.ptr,
+                                                             mpc_bad.ptr, y.ptr);
+                  })});
   }
 #if !defined(__HIPCC__)
   run_gemms(budget, record);

@@ -161,20 +161,51 @@ __global__ void restore_values(const std::uint32_t* sums, std::uint64_t n, std::
 
 }  // namespace
 
+std::uint64_t mpc_words_scratch(std::uint64_t n) { return (n + mpc::kChunk - 1) / mpc::kChunk * kChunkWords; }
+
+std::uint64_t mpc_deltas_scratch(std::uint64_t n, std::size_t stride) {
+  if (stride == 0) throw KernelError("MPC stride must be positive");
+  return (n + stride - 1) / stride * stride;  // per class, as many positions as the first class has
+}
+
+void mpc_compress_device_ptrs(const float* in, std::uint64_t n, std::size_t stride, std::uint32_t* words,
+                              std::uint64_t* ends, std::uint32_t* out) {
+  if (stride == 0) throw KernelError("MPC stride must be positive");
+  if (n == 0) return;
+  const std::uint64_t chunks = (n + mpc::kChunk - 1) / mpc::kChunk;
+  encode_chunks<<<grid_for(chunks), kThreads>>>(in, n, stride, words, ends);
+  SHARDSIM_GPU_CHECK(gpuGetLastError());
+  inclusive_scan(ends, chunks);
+  compact_chunks<<<grid_for(chunks), kThreads>>>(words, ends, chunks, out);
+  SHARDSIM_GPU_CHECK(gpuGetLastError());
+}
+
+void mpc_decompress_device_ptrs(const std::uint32_t* stream, std::uint64_t size, std::uint64_t n, std::size_t stride,
+                                std::uint64_t* starts, std::uint32_t* deltas, int* bad, float* out) {
+  const std::uint64_t virtual_n = mpc_deltas_scratch(n, stride);
+  if (n == 0) return;
+  const std::uint64_t chunks = (n + mpc::kChunk - 1) / mpc::kChunk;
+  const std::uint64_t per = virtual_n / stride;
+  SHARDSIM_GPU_CHECK(gpuMemset(deltas, 0, virtual_n * sizeof(std::uint32_t)));  // class tails stay zero
+  chunk_offsets<<<1, 1>>>(stream, size, chunks, starts, bad);
+  SHARDSIM_GPU_CHECK(gpuGetLastError());
+  decode_chunks<<<grid_for(chunks), kThreads>>>(stream, starts, n, stride, per, deltas);
+  SHARDSIM_GPU_CHECK(gpuGetLastError());
+  inclusive_scan(deltas, virtual_n);
+  restore_values<<<grid_for(n), kThreads>>>(deltas, n, stride, per, out);
+  SHARDSIM_GPU_CHECK(gpuGetLastError());
+}
+
 std::vector<std::uint32_t> mpc_compress_on_device(const std::vector<float>& in, std::size_t stride) {
   if (stride == 0) throw KernelError("MPC stride must be positive");
   const std::uint64_t n = in.size();
   if (n == 0) return {};
   const std::uint64_t chunks = (n + mpc::kChunk - 1) / mpc::kChunk;
   DeviceBuffer<float> d_in(n);
-  DeviceBuffer<std::uint32_t> words(chunks * kChunkWords), out(chunks * kChunkWords);
+  DeviceBuffer<std::uint32_t> words(mpc_words_scratch(n)), out(mpc_words_scratch(n));
   DeviceBuffer<std::uint64_t> ends(chunks);
   SHARDSIM_GPU_CHECK(gpuMemcpy(d_in.ptr, in.data(), n * sizeof(float), gpuMemcpyHostToDevice));
-  encode_chunks<<<grid_for(chunks), kThreads>>>(d_in.ptr, n, stride, words.ptr, ends.ptr);
-  SHARDSIM_GPU_CHECK(gpuGetLastError());
-  inclusive_scan(ends.ptr, chunks);
-  compact_chunks<<<grid_for(chunks), kThreads>>>(words.ptr, ends.ptr, chunks, out.ptr);
-  SHARDSIM_GPU_CHECK(gpuGetLastError());
+  mpc_compress_device_ptrs(d_in.ptr, n, stride, words.ptr, ends.ptr, out.ptr);
   std::uint64_t total = 0;
   SHARDSIM_GPU_CHECK(gpuMemcpy(&total, ends.ptr + (chunks - 1), sizeof total, gpuMemcpyDeviceToHost));
   std::vector<std::uint32_t> stream(total);
@@ -183,12 +214,10 @@ std::vector<std::uint32_t> mpc_compress_on_device(const std::vector<float>& in, 
 }
 
 void mpc_decompress_on_device(const std::vector<std::uint32_t>& stream, std::size_t stride, std::vector<float>& out) {
-  if (stride == 0) throw KernelError("MPC stride must be positive");
+  const std::uint64_t virtual_n = mpc_deltas_scratch(out.size(), stride);  // validates the stride
   const std::uint64_t n = out.size();
   if (n == 0) return;
   const std::uint64_t chunks = (n + mpc::kChunk - 1) / mpc::kChunk;
-  const std::uint64_t per = (n + stride - 1) / stride;  // positions per stride class (the first class's count)
-  const std::uint64_t virtual_n = per * stride;
   DeviceBuffer<std::uint32_t> d_stream(stream.size() > 0 ? stream.size() : 1), deltas(virtual_n);
   DeviceBuffer<std::uint64_t> starts(chunks);
   DeviceBuffer<int> bad(1);
@@ -197,18 +226,14 @@ void mpc_decompress_on_device(const std::vector<std::uint32_t>& stream, std::siz
     SHARDSIM_GPU_CHECK(gpuMemcpy(d_stream.ptr, stream.data(), stream.size() * sizeof(std::uint32_t),
                                  gpuMemcpyHostToDevice));
   }
+  // The stream's chunk offsets first, to refuse a truncated stream before decoding it.
   SHARDSIM_GPU_CHECK(gpuMemset(bad.ptr, 0, sizeof(int)));
-  SHARDSIM_GPU_CHECK(gpuMemset(deltas.ptr, 0, virtual_n * sizeof(std::uint32_t)));  // class tails stay zero
   chunk_offsets<<<1, 1>>>(d_stream.ptr, stream.size(), chunks, starts.ptr, bad.ptr);
   SHARDSIM_GPU_CHECK(gpuGetLastError());
   int h_bad = 0;
   SHARDSIM_GPU_CHECK(gpuMemcpy(&h_bad, bad.ptr, sizeof h_bad, gpuMemcpyDeviceToHost));
   if (h_bad) throw KernelError("MPC stream ends early");
-  decode_chunks<<<grid_for(chunks), kThreads>>>(d_stream.ptr, starts.ptr, n, stride, per, deltas.ptr);
-  SHARDSIM_GPU_CHECK(gpuGetLastError());
-  inclusive_scan(deltas.ptr, virtual_n);
-  restore_values<<<grid_for(n), kThreads>>>(deltas.ptr, n, stride, per, d_out.ptr);
-  SHARDSIM_GPU_CHECK(gpuGetLastError());
+  mpc_decompress_device_ptrs(d_stream.ptr, stream.size(), n, stride, starts.ptr, deltas.ptr, bad.ptr, d_out.ptr);
   SHARDSIM_GPU_CHECK(gpuMemcpy(out.data(), d_out.ptr, n * sizeof(float), gpuMemcpyDeviceToHost));
 }
 
