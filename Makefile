@@ -39,6 +39,7 @@ test: build
 
 bench: build
 	./$(BUILD)/shardsim bench
+	./$(BUILD)/shardsim bench --simgrid
 
 # On a machine with an NVIDIA GPU: parity tests, the harness (and PyTorch baselines), results and calibration
 # under validate/results/.
