@@ -14,43 +14,14 @@
 #include <unistd.h>
 
 #include "sim/engine/simgrid_adapter.hpp"
+#include "tests/cli/cli_support.hpp"
 
 namespace {
 
-namespace fs = std::filesystem;
-const fs::path kSource = SHARDSIM_SOURCE_DIR;
-const std::string kBinary = SHARDSIM_BINARY;
+using namespace shardsim::test;
 
-struct Outcome {
-  int code = -1;
-  std::string out;
-};
-
-Outcome run(const std::string& args) {
-  Outcome r;
-  const std::string cmd = "cd '" + kSource.string() + "' && '" + kBinary + "' " + args + " 2>/dev/null";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf{};
-  std::size_t n = 0;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-std::string read(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-fs::path temp_dir() {
-  fs::path d = fs::temp_directory_path() / ("shardsim-simgrid-cli-" + std::to_string(::getpid()));
-  fs::create_directories(d);
-  return d;
-}
+Outcome run(const std::string& args) { return run_shardsim(args, false); }
+fs::path temp_dir() { return shardsim::test::temp_dir("simgrid-cli"); }
 
 TEST(SimGridCli, RunWritesATraceWithOverlapAndIsDeterministic) {
   if (!shardsim::engine::simgrid_available()) GTEST_SKIP() << "built without SimGrid";
