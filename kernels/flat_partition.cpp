@@ -19,21 +19,6 @@ void require_sizes(const FlatLayout& layout, std::size_t count, auto size_of) {
 
 }  // namespace
 
-FlatLayout flat_layout(std::span<const std::size_t> sizes, std::size_t world, std::size_t alignment) {
-  if (world == 0) throw KernelError("world size must be positive");
-  if (alignment == 0) throw KernelError("alignment must be positive");
-  FlatLayout l;
-  l.world = world;
-  for (std::size_t s : sizes) {
-    l.offsets.push_back(l.total);
-    l.total += s;
-  }
-  const std::size_t unit = world * alignment;
-  l.padded = (l.total + unit - 1) / unit * unit;
-  l.shard = l.padded / world;
-  return l;
-}
-
 void flatten_shard(std::span<const std::span<const float>> tensors, const FlatLayout& layout, std::size_t rank,
                    std::span<float> shard) {
   if (rank >= layout.world) throw KernelError("rank outside the world");

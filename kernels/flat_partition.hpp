@@ -7,20 +7,9 @@
 #include <span>
 #include <vector>
 
+#include "kernels/flat_layout.hpp"
+
 namespace shardsim::kernels {
-
-/** @brief Where each tensor sits in the flat buffer and how the buffer is cut; built by flat_layout. */
-struct FlatLayout {
-  std::vector<std::size_t> offsets;  ///< start of each tensor in the flat buffer
-  std::size_t total = 0;             ///< elements of all tensors
-  std::size_t padded = 0;            ///< flat buffer size, a multiple of world x alignment
-  std::size_t shard = 0;             ///< padded / world
-  std::size_t world = 0;
-};
-
-/** @brief Layout for tensors of `sizes` elements over `world` ranks. Throws KernelError for world or
- *  alignment 0. */
-FlatLayout flat_layout(std::span<const std::size_t> sizes, std::size_t world, std::size_t alignment);
 
 /** @brief Rank `rank`'s shard of the flattened tensors (padding as zeros). Each tensor span must have the size
  *  the layout was built for, and `shard` at least layout.shard elements; otherwise KernelError. */

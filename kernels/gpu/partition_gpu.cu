@@ -4,32 +4,25 @@
 #include "kernels/gpu/partition_gpu.hpp"
 
 #include <cstdint>
+#include <memory>
 
 #include "kernels/gpu/gpu_compat.hpp"
+#include "kernels/flat_layout.hpp"
 #include "kernels/kernel_error.hpp"
 
 namespace shardsim::kernels::gpu {
 namespace {
 
+// The CPU backend's layout, with the total appended to the offsets (the device's binary search needs the end).
 struct Layout {
-  std::vector<std::uint64_t> offsets;  // tensor starts, plus the total at the end
-  std::uint64_t total = 0;
-  std::uint64_t padded = 0;
-  std::uint64_t shard = 0;
+  FlatLayout flat;
+  std::vector<std::uint64_t> bounds;  // tensor starts, then the total
 };
 
 Layout layout_of(const std::vector<std::size_t>& sizes, std::size_t world, std::size_t alignment) {
-  if (world == 0) throw KernelError("world size must be positive");
-  if (alignment == 0) throw KernelError("alignment must be positive");
-  Layout l;
-  for (std::size_t s : sizes) {
-    l.offsets.push_back(l.total);
-    l.total += s;
-  }
-  l.offsets.push_back(l.total);
-  const std::uint64_t unit = static_cast<std::uint64_t>(world) * alignment;
-  l.padded = (l.total + unit - 1) / unit * unit;
-  l.shard = l.padded / world;
+  Layout l{flat_layout(sizes, world, alignment), {}};
+  l.bounds.assign(l.flat.offsets.begin(), l.flat.offsets.end());
+  l.bounds.push_back(l.flat.total);
   return l;
 }
 
@@ -86,30 +79,25 @@ std::vector<float> flatten_shard_on_device(const std::vector<std::vector<float>>
   for (const auto& t : tensors) sizes.push_back(t.size());
   const Layout l = layout_of(sizes, world, alignment);
   if (rank >= world) throw KernelError("rank outside the world");
-  std::vector<float> out(l.shard, 0.0f);
-  if (l.shard == 0) return out;
-  std::vector<DeviceBuffer<float>*> owned;
+  const std::size_t shard = l.flat.shard;
+  std::vector<float> out(shard, 0.0f);
+  if (shard == 0) return out;
+  std::vector<std::unique_ptr<DeviceBuffer<float>>> owned;  // one allocation per tensor, as parameters are
   std::vector<const float*> ptrs;
   for (const auto& t : tensors) {
-    owned.push_back(new DeviceBuffer<float>(t.size()));
+    owned.push_back(std::make_unique<DeviceBuffer<float>>(t.size()));
     upload(*owned.back(), t.data(), t.size());
     ptrs.push_back(owned.back()->ptr);
   }
-  try {
-    DeviceBuffer<const float*> d_ptrs(ptrs.size());
-    upload(d_ptrs, ptrs.data(), ptrs.size());
-    DeviceBuffer<std::uint64_t> d_offsets(l.offsets.size());
-    upload(d_offsets, l.offsets.data(), l.offsets.size());
-    DeviceBuffer<float> d_out(l.shard);
-    flatten<<<grid_for(l.shard), kThreads>>>(d_ptrs.ptr, d_offsets.ptr, tensors.size(), l.total, rank * l.shard,
-                                             l.shard, d_out.ptr);
-    SHARDSIM_GPU_CHECK(gpuGetLastError());
-    SHARDSIM_GPU_CHECK(gpuMemcpy(out.data(), d_out.ptr, l.shard * sizeof(float), gpuMemcpyDeviceToHost));
-  } catch (...) {
-    for (auto* b : owned) delete b;
-    throw;
-  }
-  for (auto* b : owned) delete b;
+  DeviceBuffer<const float*> d_ptrs(ptrs.size());
+  upload(d_ptrs, ptrs.data(), ptrs.size());
+  DeviceBuffer<std::uint64_t> d_bounds(l.bounds.size());
+  upload(d_bounds, l.bounds.data(), l.bounds.size());
+  DeviceBuffer<float> d_out(shard);
+  flatten<<<grid_for(shard), kThreads>>>(d_ptrs.ptr, d_bounds.ptr, tensors.size(), l.flat.total, rank * shard, shard,
+                                         d_out.ptr);
+  SHARDSIM_GPU_CHECK(gpuGetLastError());
+  SHARDSIM_GPU_CHECK(gpuMemcpy(out.data(), d_out.ptr, shard * sizeof(float), gpuMemcpyDeviceToHost));
   return out;
 }
 
@@ -117,35 +105,29 @@ std::vector<std::vector<float>> gather_shards_on_device(const std::vector<float>
                                                         const std::vector<std::size_t>& sizes, std::size_t world,
                                                         std::size_t alignment) {
   const Layout l = layout_of(sizes, world, alignment);
-  if (gathered.size() < l.padded) throw KernelError("shard input too small");
+  if (gathered.size() < l.flat.padded) throw KernelError("shard input too small");
   std::vector<std::vector<float>> out;
   for (std::size_t s : sizes) out.emplace_back(s, 0.0f);
-  if (l.total == 0) return out;
-  std::vector<DeviceBuffer<float>*> owned;
+  if (l.flat.total == 0) return out;
+  std::vector<std::unique_ptr<DeviceBuffer<float>>> owned;
   std::vector<float*> ptrs;
   for (std::size_t s : sizes) {
-    owned.push_back(new DeviceBuffer<float>(s));
+    owned.push_back(std::make_unique<DeviceBuffer<float>>(s));
     ptrs.push_back(owned.back()->ptr);
   }
-  try {
-    DeviceBuffer<float> d_flat(l.padded);
-    upload(d_flat, gathered.data(), l.padded);
-    DeviceBuffer<float*> d_ptrs(ptrs.size());
-    upload(d_ptrs, ptrs.data(), ptrs.size());
-    DeviceBuffer<std::uint64_t> d_offsets(l.offsets.size());
-    upload(d_offsets, l.offsets.data(), l.offsets.size());
-    scatter<<<grid_for(l.total), kThreads>>>(d_flat.ptr, d_offsets.ptr, sizes.size(), l.total, d_ptrs.ptr);
-    SHARDSIM_GPU_CHECK(gpuGetLastError());
-    for (std::size_t t = 0; t < sizes.size(); ++t) {
-      if (sizes[t] > 0) {
-        SHARDSIM_GPU_CHECK(gpuMemcpy(out[t].data(), ptrs[t], sizes[t] * sizeof(float), gpuMemcpyDeviceToHost));
-      }
+  DeviceBuffer<float> d_flat(l.flat.padded);
+  upload(d_flat, gathered.data(), l.flat.padded);
+  DeviceBuffer<float*> d_ptrs(ptrs.size());
+  upload(d_ptrs, ptrs.data(), ptrs.size());
+  DeviceBuffer<std::uint64_t> d_bounds(l.bounds.size());
+  upload(d_bounds, l.bounds.data(), l.bounds.size());
+  scatter<<<grid_for(l.flat.total), kThreads>>>(d_flat.ptr, d_bounds.ptr, sizes.size(), l.flat.total, d_ptrs.ptr);
+  SHARDSIM_GPU_CHECK(gpuGetLastError());
+  for (std::size_t t = 0; t < sizes.size(); ++t) {
+    if (sizes[t] > 0) {
+      SHARDSIM_GPU_CHECK(gpuMemcpy(out[t].data(), ptrs[t], sizes[t] * sizeof(float), gpuMemcpyDeviceToHost));
     }
-  } catch (...) {
-    for (auto* b : owned) delete b;
-    throw;
   }
-  for (auto* b : owned) delete b;
   return out;
 }
 
@@ -155,12 +137,12 @@ std::vector<float> secondary_shard_on_device(const std::vector<float>& gathered,
   const Layout l = layout_of(sizes, world, alignment);
   if (group == 0 || world % group != 0) throw KernelError("the secondary group must divide the world");
   if (local_rank >= group) throw KernelError("local rank outside the group");
-  if (gathered.size() < l.padded) throw KernelError("shard input too small");
-  const std::uint64_t size = l.padded / group;
+  if (gathered.size() < l.flat.padded) throw KernelError("shard input too small");
+  const std::uint64_t size = l.flat.padded / group;
   std::vector<float> out(size, 0.0f);
   if (size == 0) return out;
-  DeviceBuffer<float> d_flat(l.padded), d_out(size);
-  upload(d_flat, gathered.data(), l.padded);
+  DeviceBuffer<float> d_flat(l.flat.padded), d_out(size);
+  upload(d_flat, gathered.data(), l.flat.padded);
   slice<<<grid_for(size), kThreads>>>(d_flat.ptr, local_rank * size, size, d_out.ptr);
   SHARDSIM_GPU_CHECK(gpuGetLastError());
   SHARDSIM_GPU_CHECK(gpuMemcpy(out.data(), d_out.ptr, size * sizeof(float), gpuMemcpyDeviceToHost));

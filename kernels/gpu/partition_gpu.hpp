@@ -1,7 +1,7 @@
 #pragma once
 // GPU backend of kernels/flat_partition.hpp (plain C++17 interface, host vectors in and out). The layout is
-// passed as the tensors' sizes plus world and alignment, and computed as flat_layout computes it. Same values
-// as the CPU reference.
+// passed as the tensors' sizes plus world and alignment, and built by the CPU backend's flat_layout
+// (kernels/flat_layout.hpp). Same values as the CPU reference.
 #include <cstddef>
 #include <vector>
 
