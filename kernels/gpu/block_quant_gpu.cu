@@ -11,6 +11,14 @@
 namespace shardsim::kernels::gpu {
 namespace {
 
+// Across a warp/wavefront: the largest magnitude, and whether every value was finite (in every lane).
+__device__ void warp_reduce(float& amax, int& finite) {
+  for (int off = kWarpSize / 2; off > 0; off /= 2) {
+    amax = fmaxf(amax, GPU_SHFL_XOR(amax, off));
+    finite &= GPU_SHFL_XOR(finite, off);
+  }
+}
+
 __global__ void block_scales(const float* in, std::uint64_t n, std::uint64_t block, float qmax, float* scales) {
   const std::uint64_t blocks = (n + block - 1) / block;
   const std::uint64_t warps_per_grid = static_cast<std::uint64_t>(gridDim.x) * blockDim.x / kWarpSize;
@@ -26,10 +34,7 @@ __global__ void block_scales(const float* in, std::uint64_t n, std::uint64_t blo
       finite &= isfinite(v) ? 1 : 0;
       amax = fmaxf(amax, fabsf(v));
     }
-    for (int off = kWarpSize / 2; off > 0; off /= 2) {
-      amax = fmaxf(amax, GPU_SHFL_XOR(amax, off));
-      finite &= GPU_SHFL_XOR(finite, off);
-    }
+    warp_reduce(amax, finite);
     if (lane == 0) {
       scales[b] = block_scale(amax, finite != 0, qmax);  // the CPU reference's function: the same bits
     }
@@ -91,10 +96,7 @@ __global__ void quantize_fused(const float* in, std::uint64_t n, std::uint64_t b
         amax = fmaxf(amax, fabsf(x));
       }
     }
-    for (int off = kWarpSize / 2; off > 0; off /= 2) {
-      amax = fmaxf(amax, GPU_SHFL_XOR(amax, off));
-      finite &= GPU_SHFL_XOR(finite, off);
-    }
+    warp_reduce(amax, finite);
     if (lane == 0) {
       warp_amax[warp] = amax;
       warp_finite[warp] = finite;

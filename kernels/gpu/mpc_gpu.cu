@@ -180,20 +180,31 @@ void mpc_compress_device_ptrs(const float* in, std::uint64_t n, std::size_t stri
   SHARDSIM_GPU_CHECK(gpuGetLastError());
 }
 
-void mpc_decompress_device_ptrs(const std::uint32_t* stream, std::uint64_t size, std::uint64_t n, std::size_t stride,
-                                std::uint64_t* starts, std::uint32_t* deltas, int* bad, float* out) {
+namespace {
+
+// Decoding once the chunk starts are known: deltas in class-major order, their scan, the values.
+void decode_from_starts(const std::uint32_t* stream, std::uint64_t n, std::size_t stride, const std::uint64_t* starts,
+                        std::uint32_t* deltas, float* out) {
   const std::uint64_t virtual_n = mpc_deltas_scratch(n, stride);
-  if (n == 0) return;
   const std::uint64_t chunks = (n + mpc::kChunk - 1) / mpc::kChunk;
   const std::uint64_t per = virtual_n / stride;
   SHARDSIM_GPU_CHECK(gpuMemset(deltas, 0, virtual_n * sizeof(std::uint32_t)));  // class tails stay zero
-  chunk_offsets<<<1, 1>>>(stream, size, chunks, starts, bad);
-  SHARDSIM_GPU_CHECK(gpuGetLastError());
   decode_chunks<<<grid_for(chunks), kThreads>>>(stream, starts, n, stride, per, deltas);
   SHARDSIM_GPU_CHECK(gpuGetLastError());
   inclusive_scan(deltas, virtual_n);
   restore_values<<<grid_for(n), kThreads>>>(deltas, n, stride, per, out);
   SHARDSIM_GPU_CHECK(gpuGetLastError());
+}
+
+}  // namespace
+
+void mpc_decompress_device_ptrs(const std::uint32_t* stream, std::uint64_t size, std::uint64_t n, std::size_t stride,
+                                std::uint64_t* starts, std::uint32_t* deltas, int* bad, float* out) {
+  (void)mpc_deltas_scratch(n, stride);  // validates the stride
+  if (n == 0) return;
+  chunk_offsets<<<1, 1>>>(stream, size, (n + mpc::kChunk - 1) / mpc::kChunk, starts, bad);
+  SHARDSIM_GPU_CHECK(gpuGetLastError());
+  decode_from_starts(stream, n, stride, starts, deltas, out);
 }
 
 std::vector<std::uint32_t> mpc_compress_on_device(const std::vector<float>& in, std::size_t stride) {
@@ -233,7 +244,7 @@ void mpc_decompress_on_device(const std::vector<std::uint32_t>& stream, std::siz
   int h_bad = 0;
   SHARDSIM_GPU_CHECK(gpuMemcpy(&h_bad, bad.ptr, sizeof h_bad, gpuMemcpyDeviceToHost));
   if (h_bad) throw KernelError("MPC stream ends early");
-  mpc_decompress_device_ptrs(d_stream.ptr, stream.size(), n, stride, starts.ptr, deltas.ptr, bad.ptr, d_out.ptr);
+  decode_from_starts(d_stream.ptr, n, stride, starts.ptr, deltas.ptr, d_out.ptr);
   SHARDSIM_GPU_CHECK(gpuMemcpy(out.data(), d_out.ptr, n * sizeof(float), gpuMemcpyDeviceToHost));
 }
 
