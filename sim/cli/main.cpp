@@ -85,7 +85,7 @@ std::optional<po::variables_map> parse_command(const std::vector<std::string>& a
 void print_network(const scenario::Scenario& s, const scenario::Evaluation& ev) {
   scenario::Scenario analytical = s;
   analytical.engine = "analytical";
-  std::cout << report::render_network(s, ev, scenario::evaluate(analytical), false);
+  std::cout << report::render_network(ev, scenario::evaluate(analytical));
   std::cerr << fmt::format("simgrid engine: {:.2f} s wall, {:.0f} MB peak, {} flows\n", ev.run.network.wall_s,
                            ev.run.network.peak_rss_mb, ev.run.network.flows);
 }

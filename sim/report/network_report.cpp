@@ -7,8 +7,7 @@
 
 namespace shardsim::report {
 
-std::string render_network(const scenario::Scenario& s, const scenario::Evaluation& simgrid,
-                           const scenario::Evaluation& analytical, bool with_cost) {
+std::string render_network(const scenario::Evaluation& simgrid, const scenario::Evaluation& analytical) {
   const engine::NetworkReport& n = simgrid.run.network;
   const double ts = simgrid.run.iteration_time.value();
   const double ta = analytical.run.iteration_time.value();
@@ -53,10 +52,6 @@ std::string render_network(const scenario::Scenario& s, const scenario::Evaluati
                      core::format_seconds(core::Seconds(latency ? n.bandwidth_s : n.step_latency_s)),
                      n.bounding.empty() ? std::string("none") : n.bounding[0].name);
   }
-  if (with_cost) {
-    o += fmt::format("  simulation cost          {:.2f} s wall, {:.0f} MB peak\n", n.wall_s, n.peak_rss_mb);
-  }
-  (void)s;
   return o;
 }
 

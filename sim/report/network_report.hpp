@@ -1,8 +1,8 @@
 #pragma once
 // The SimGrid engine's extra report: the platform it simulated, how its iteration time compares with the
-// analytical engine's on the same graph, the busiest links (the bottleneck first) with the bytes they moved,
-// and what the simulation cost. Printed only for runs on the SimGrid engine; deterministic apart from the
-// cost line (wall time and memory), which render_network leaves out unless asked.
+// analytical engine's on the same graph, the links that bound its collectives and the busiest links with the
+// bytes they moved, and why the engines differ. Printed only for runs on the SimGrid engine; deterministic
+// (the simulation's wall time and memory go to stderr, from the CLI).
 #include <string>
 #include <vector>
 
@@ -11,10 +11,8 @@
 
 namespace shardsim::report {
 
-/** @brief The network section of a SimGrid run; `analytical` is the same scenario on the analytical engine.
- *  `with_cost` adds the simulation's wall time and peak memory (not byte-identical between runs). */
-std::string render_network(const scenario::Scenario& s, const scenario::Evaluation& simgrid,
-                           const scenario::Evaluation& analytical, bool with_cost);
+/** @brief The network section of a SimGrid run; `analytical` is the same scenario on the analytical engine. */
+std::string render_network(const scenario::Evaluation& simgrid, const scenario::Evaluation& analytical);
 
 /** @brief For a sweep on the SimGrid engine: each variant's time next to the analytical engine's (`analytical`,
  *  same order), the difference, and the link that bounds its collectives most. */
