@@ -8,7 +8,7 @@ DEMO ?= scenarios/frontier_gpt20b_zero3.yaml
 # Debian packages the build needs (checked one by one; apt-get runs only when something is missing).
 # hipcc/libamdhip64-dev compile the kernels for AMD MI250X; nvcc (CUDA, for H100) is used when on the machine.
 PACKAGES := g++ make cmake ninja-build pkg-config libyaml-cpp-dev libboost-program-options-dev \
-            libeigen3-dev nlohmann-json3-dev libfmt-dev libgtest-dev libzfp-dev hipcc libamdhip64-dev libsimgrid-dev
+            libeigen3-dev libcsv-dev nlohmann-json3-dev libfmt-dev libgtest-dev libzfp-dev hipcc libamdhip64-dev libsimgrid-dev
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 

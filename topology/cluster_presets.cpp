@@ -122,8 +122,86 @@ core::ClusterSpec make_dgx_h100() {
   return c;
 }
 
+// The A100 family. NVIDIA A100 datasheet (A1): dense BF16/FP16 tensor 312 TFLOP/s, FP32 19.5 TFLOP/s, 80 GB HBM2e
+// at 2,039 GB/s (40 GB: 1,555 GB/s), NVLink3 600 GB/s bidirectional per GPU (12 links of 25 GB/s per direction),
+// PCIe Gen4 x16 (32 GB/s per direction). A800 = A100 with NVLink cut to 400 GB/s bidirectional (A2: NVIDIA A800
+// datasheet).
+core::DeviceSpec a100(const char* name, double hbm_gib, double hbm_gbps) {
+  core::DeviceSpec d;
+  d.name = name;
+  set_peak(d, Dtype::kBf16, 312.0 * TF);  // A1, dense
+  set_peak(d, Dtype::kFp16, 312.0 * TF);  // A1, dense
+  set_peak(d, Dtype::kFp32, 19.5 * TF);   // A1, non-tensor
+  d.hbm = core::Bytes(hbm_gib * core::kGiB);
+  d.hbm_bandwidth = BytesPerSec(hbm_gbps * GBps);
+  d.gemm_efficiency = 0.70;    // [guess] until fitted (validate/data: vtrain-single is the A100 fit set)
+  d.memory_efficiency = 0.80;  // [guess]
+  d.runtime_reserved = core::Bytes(0.5 * core::kGiB);  // [guess] CUDA context + NCCL
+  d.source = "A1 (NVIDIA A100 datasheet)";
+  return d;
+}
+
+core::ClusterSpec make_dgx_a100() {
+  core::ClusterSpec c;
+  c.name = "dgx-a100";
+  c.devices_per_node = 8;
+  c.max_nodes = 0;  // a SuperPOD is built to order
+  c.source = "NVIDIA DGX A100 user guide and datasheet (D1); A100 datasheet (A1)";
+  c.device = a100("A100 SXM4 80GB", 80.0, 2039.0);
+  c.host.memory = core::Bytes(2e12);                     // 2 TB in the 640 GB (8 x 80 GB) system (D1)
+  c.host.memory_bandwidth = BytesPerSec(409.6 * GBps);    // [derived] 2x EPYC 7742, 8 ch DDR4-3200 each
+  c.host.link_bandwidth = BytesPerSec(32.0 * GBps);       // PCIe Gen4 x16 per GPU (A1)
+  c.levels = {
+      // NVLink3 through 6 NVSwitches: 600 GB/s bidirectional per GPU = 300 GB/s per direction (A1, D1).
+      level("nvswitch", 8, 300.0, 1, 2.0, "A1, D1 (NVLink3 600 GB/s bidirectional per GPU); latency [guess]"),
+      // 8 single-port ConnectX-6 HDR 200 Gb/s compute NICs, one per GPU (D1).
+      level("infiniband", 1 << 20, 25.0, 1, 4.0, "D1 (8 x HDR 200 Gb/s per node); latency [guess]"),
+  };
+  return c;
+}
+
+core::ClusterSpec make_a800() {
+  core::ClusterSpec c;
+  c.name = "a800";
+  c.devices_per_node = 8;
+  c.max_nodes = 0;
+  c.source = "AMSP testbed (Chen et al., arXiv 2311.00257 v2, Sec. VI-A): 8 x A800-80GB per node, 4 x HDR per node";
+  c.device = a100("A800 SXM4 80GB", 80.0, 2039.0);
+  c.device.source = "A2 (A800 = A100 with 400 GB/s NVLink)";
+  c.host.memory = core::Bytes(1e12);                   // [unverified] not stated by the testbed's paper
+  c.host.memory_bandwidth = BytesPerSec(409.6 * GBps);  // [unverified] two-socket DDR4-3200 server
+  c.host.link_bandwidth = BytesPerSec(32.0 * GBps);     // PCIe Gen4 x16 (A1)
+  c.levels = {
+      // NVLink 400 GB/s bidirectional per GPU = 200 GB/s per direction (A2).
+      level("nvswitch", 8, 200.0, 1, 2.0, "A2 (NVLink 400 GB/s bidirectional per GPU); latency [guess]"),
+      // 4 x HDR 200 Gb/s per node (800 Gb/s, no SHARP): one 25 GB/s port per two GPUs (AMSP v2 Sec. VI-A).
+      level("infiniband", 1 << 20, 25.0, 2, 4.0, "AMSP v2 Sec. VI-A (4 x HDR per node); latency [guess]"),
+  };
+  return c;
+}
+
+core::ClusterSpec make_polaris() {
+  core::ClusterSpec c;
+  c.name = "polaris";
+  c.devices_per_node = 4;
+  c.max_nodes = 560;  // P1
+  c.source = "ALCF Polaris machine overview (P1): HPE Apollo 6500 Gen10+ nodes";
+  c.device = a100("A100 SXM4 40GB", 40.0, 1555.0);
+  c.host.memory = core::Bytes(512e9);                  // 512 GB DDR4 (P1)
+  c.host.memory_bandwidth = BytesPerSec(204.8 * GBps);  // [derived] one EPYC 7543P, 8 ch DDR4-3200
+  c.host.link_bandwidth = BytesPerSec(32.0 * GBps);     // PCIe Gen4 x16 per GPU (A1, P1)
+  c.levels = {
+      // Four A100 fully connected by NVLink3: 4 links of 25 GB/s per direction between each pair (A1, P1).
+      level("nvlink", 4, 100.0, 1, 2.0, "A1, P1 (4 NVLink3 links per GPU pair); latency [guess]"),
+      // 2 Slingshot-11 NICs of 25 GB/s per node, one per two GPUs (P1).
+      level("slingshot", 560 * 4, 25.0, 2, 5.0, "P1 (2 x Slingshot-11 200 Gb/s per node); latency [guess]"),
+  };
+  return c;
+}
+
 const std::vector<core::ClusterSpec>& presets() {
-  static const std::vector<core::ClusterSpec> kPresets = {make_frontier(), make_lassen(), make_dgx_h100()};
+  static const std::vector<core::ClusterSpec> kPresets = {make_frontier(), make_lassen(), make_dgx_h100(),
+                                                          make_dgx_a100(), make_a800(), make_polaris()};
   return kPresets;
 }
 

@@ -8,6 +8,7 @@
 
 #include "sim/core/errors.hpp"
 #include "sim/scenario/config_node.hpp"
+#include "validate/model_parameters.hpp"
 
 namespace shardsim::validate {
 
@@ -131,12 +132,84 @@ std::string fit_line(const LinearFit& f) {
                      f.latency.value() * 1e6, f.bandwidth.value() / 1e9, f.points, f.max_relative_error);
 }
 
+std::string parameter_line(const std::string& name, const FittedParameter& f) {
+  const auto known = model_parameter_unit(name);
+  SHARDSIM_ASSERT(known.has_value(), "a calibration parameter no machine has: " + name);
+  const std::string& unit = *known;
+  const std::string value = format_parameter_value(f.value, unit);
+  if (!f.std_error) return fmt::format("  {}: {{value: {}}}\n", name, value);
+  // A unit string cannot spell infinity: an undetermined error stays a comment.
+  if (!std::isfinite(*f.std_error)) return fmt::format("  {}: {{value: {}}}  # std_error: not identifiable\n", name, value);
+  return fmt::format("  {}: {{value: {}, std_error: {}}}\n", name, value, format_parameter_value(*f.std_error, unit));
+}
+
+// A parameter's value in its unit; `error`: a standard error, which may be zero.
+double parameter_value(const ConfigNode& v, const std::string& unit, bool error) {
+  if (unit == "B/s") return v.as_bandwidth().value();
+  if (unit == "s") return v.as_duration().value();
+  if (unit == "B") return v.as_bytes(true).value();
+  if (!error) return v.as_fraction();
+  const double e = v.as_double();
+  if (e < 0.0) v.fail(fmt::format("expected a non-negative standard error, got {}", e));
+  return e;
+}
+
+// Names a misspelt parameter may have meant: the patterns, with a network level's name taken from `name`.
+std::vector<std::string> parameter_candidates(const std::string& name) {
+  constexpr std::string_view kLevel = "<level>";
+  std::vector<std::string> out = model_parameter_patterns();
+  const std::size_t first = name.find('.'), last = name.rfind('.');
+  if (name.starts_with("network.") && last > first) {
+    for (auto& c : out) {
+      if (const auto at = c.find(kLevel); at != std::string::npos) {
+        c.replace(at, kLevel.size(), name.substr(first + 1, last - first - 1));
+      }
+    }
+  }
+  return out;
+}
+
+std::map<std::string, FittedParameter> parse_parameters(const ConfigNode& n) {
+  if (!n.is_map()) n.fail("expected a map from model parameter names to values");
+  std::vector<core::SourceLocation> key_at;  // the keys' own lines: a value may sit on the next one
+  for (const auto& kv : n.yaml()) {
+    const YAML::Mark m = kv.first.Mark();
+    key_at.push_back(core::SourceLocation{n.file(), m.line + 1, m.column + 1});
+  }
+  std::map<std::string, FittedParameter> out;
+  std::size_t i = 0;
+  for (const auto& [name, v] : n.entries()) {
+    const core::SourceLocation& at = key_at[i++];
+    const std::string key = v.path();
+    const auto unit = model_parameter_unit(name);
+    if (!unit) {
+      throw core::ConfigError(at, key, fmt::format("unknown model parameter{}; expected one of: {}",
+                                                   scenario::suggest(name, parameter_candidates(name)),
+                                                   scenario::join(model_parameter_patterns())));
+    }
+    if (out.count(name)) throw core::ConfigError(at, key, "duplicate parameter");
+    FittedParameter f;
+    f.where = at;
+    if (v.is_map()) {
+      v.expect_map({"value", "std_error"});
+      f.value = parameter_value(v.get("value"), *unit, false);
+      if (auto e = v.find("std_error")) f.std_error = parameter_value(*e, *unit, true);
+    } else {
+      f.value = parameter_value(v, *unit, false);
+    }
+    out[name] = f;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string write_calibration(const Calibration& c) {
   std::string o = "# shardsim calibration: fitted model parameters (see validate/calibration.hpp)\n";
-  o += fmt::format("device: {{name: \"{}\", driver: \"{}\", backend: {}, date: \"{}\"}}\n", c.device.name, c.device.driver,
-                   c.device.backend, c.device.date);
+  if (!c.device.backend.empty()) {
+    o += fmt::format("device: {{name: \"{}\", driver: \"{}\", backend: {}, date: \"{}\"}}\n", c.device.name,
+                     c.device.driver, c.device.backend, c.device.date);
+  }
   if (c.peak) o += fmt::format("peak: {:.6g}TFLOP/s\n", c.peak->value() / 1e12);
   o += "copies:\n";
   for (const auto& [name, f] : c.copies) o += fmt::format("  {}: {}\n", name, fit_line(f));
@@ -146,14 +219,18 @@ std::string write_calibration(const Calibration& c) {
     o += fmt::format("gemm: {{max_efficiency: {:.6g}, half_flops: {:.6g}GFLOP, points: {}, max_relative_error: {:.4f}}}\n",
                      c.gemm->max_efficiency, c.gemm->half_flops / 1e9, c.gemm->points, c.gemm->max_relative_error);
   }
+  if (!c.parameters.empty()) {
+    o += "parameters:\n";
+    for (const auto& [name, f] : c.parameters) o += parameter_line(name, f);
+  }
   return o;
 }
 
 Calibration parse_calibration(const std::string& text, const std::string& file) {
   const ConfigNode root = ConfigNode::parse(text, file);
-  root.expect_map({"device", "peak", "copies", "kernels", "gemm"});
+  root.expect_map({"device", "peak", "copies", "kernels", "gemm", "parameters"});
   Calibration c;
-  c.device = parse_device(root.get("device"));
+  if (auto d = root.find("device")) c.device = parse_device(*d);
   if (auto v = root.find("peak")) c.peak = v->as_flop_rate();
   auto read_fits = [](const std::optional<ConfigNode>& n, std::map<std::string, LinearFit>& out) {
     if (!n) return;
@@ -182,6 +259,7 @@ Calibration parse_calibration(const std::string& text, const std::string& file) 
     if (auto e = g->find("max_relative_error")) f.max_relative_error = e->as_double();
     c.gemm = f;
   }
+  if (auto p = root.find("parameters")) c.parameters = parse_parameters(*p);
   return c;
 }
 
@@ -193,6 +271,31 @@ void apply_calibration(const Calibration& c, core::ClusterSpec& cluster) {
     d.memory_efficiency = std::clamp(2.0 * it->second.bandwidth.value() / d.hbm_bandwidth.value(), 0.01, 1.0);
   }
   if (auto it = c.copies.find("h2d_pinned"); it != c.copies.end()) cluster.host.link_bandwidth = it->second.bandwidth;
+}
+
+void apply_parameters(const Calibration& c, scenario::Scenario& s) {
+  const std::vector<ModelParameter> known = model_parameters(s);
+  std::vector<std::string> names;
+  for (const auto& p : known) names.push_back(p.name);
+  // Check every value against the ranges of `s` as given before setting any, so an error leaves `s` unchanged.
+  std::vector<std::pair<const ModelParameter*, double>> updates;
+  for (const auto& [name, f] : c.parameters) {
+    const std::string key = "parameters." + name;
+    const auto it = std::find_if(known.begin(), known.end(), [&](const auto& p) { return p.name == name; });
+    if (it == known.end()) {
+      throw core::ConfigError(f.where, key, fmt::format("cluster '{}' has no such parameter{}; it has: {}", s.cluster.name,
+                                                        scenario::suggest(name, names), scenario::join(names)));
+    }
+    if (!(f.value >= it->lower && f.value <= it->upper)) {
+      throw core::ConfigError(f.where, key,
+                              fmt::format("expected a value in [{}, {}] on cluster '{}', got {}",
+                                          format_parameter_value(it->lower, it->unit),
+                                          format_parameter_value(it->upper, it->unit), s.cluster.name,
+                                          format_parameter_value(f.value, it->unit)));
+    }
+    updates.emplace_back(&*it, f.value);
+  }
+  for (const auto& [p, v] : updates) p->set(s, v);
 }
 
 std::string render_comparison(const Results& r, const Calibration& c) {

@@ -4,13 +4,17 @@
 // latency + bytes / bandwidth; GEMMs as an efficiency that saturates with size,
 // efficiency(F) = e_max * F / (F + F_half) for F FLOPs. Both fits are linear least squares (Eigen), weighted so
 // that every measurement counts by its relative error, not its absolute size.
+// A calibration may also carry model parameters fitted to whole measured runs (`shardsim calibrate --runs`),
+// by their names in model_parameters.hpp, in its `parameters:` section.
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "sim/core/cluster_spec.hpp"
+#include "sim/core/errors.hpp"
 #include "sim/core/units.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace shardsim::validate {
 
@@ -53,12 +57,20 @@ struct GemmFit {
   [[nodiscard]] double efficiency(double flops) const { return max_efficiency * flops / (flops + half_flops); }
 };
 
+/** @brief A model parameter's value fitted to measured runs. */
+struct FittedParameter {
+  double value = 0.0;               ///< in the parameter's base unit: fraction, s, B/s or B
+  std::optional<double> std_error;  ///< 1 sigma, same unit; not finite: not identifiable from the runs
+  core::SourceLocation where;       ///< where a parsed file gives it, for the errors apply_parameters finds
+};
+
 struct Calibration {
-  DeviceInfo device;
+  DeviceInfo device;  ///< empty backend: no device was benchmarked (a calibration from runs only)
   std::map<std::string, LinearFit> copies;   ///< by copy path
   std::map<std::string, LinearFit> kernels;  ///< by kernel name
   std::optional<GemmFit> gemm;
   std::optional<core::FlopPerSec> peak;
+  std::map<std::string, FittedParameter> parameters;  ///< by model parameter name (model_parameters.hpp)
 };
 
 /** @brief Least-squares latency + bytes/bandwidth through (bytes, seconds) points. Precondition: >= 2 points
@@ -71,14 +83,20 @@ GemmFit fit_gemm(const std::vector<std::pair<double, double>>& flops_efficiency)
  *  lacks the measurements a fit needs. */
 Calibration calibrate(const Results& r, const std::string& file);
 
-/** @brief Strict YAML readers/writers (units on every dimensioned value). */
+/** @brief Strict YAML readers/writers (units on every dimensioned value). parse_calibration checks each
+ *  parameter's name and unit against every machine; whether the scenario's machine has it, and in range, is
+ *  apply_parameters' check. */
 Results parse_results(const std::string& text, const std::string& file);
 std::string write_calibration(const Calibration& c);
 Calibration parse_calibration(const std::string& text, const std::string& file);
 
-/** @brief What the simulator takes from a calibration: GEMM efficiency (e_max), memory-bound efficiency (device
- *  copy bandwidth / HBM bandwidth), the host link (pinned host-to-device copies). */
+/** @brief What the simulator takes from a calibration's device fits: GEMM efficiency (e_max), memory-bound
+ *  efficiency (device copy bandwidth / HBM bandwidth), the host link (pinned host-to-device copies). */
 void apply_calibration(const Calibration& c, core::ClusterSpec& cluster);
+/** @brief Sets `c`'s fitted parameters in `s`; call it after apply_calibration, so that fits to whole runs win.
+ *  Throws core::ConfigError at the parameter's line when `s` has no such parameter or the value is outside its
+ *  range for `s` (then nothing is set). */
+void apply_parameters(const Calibration& c, scenario::Scenario& s);
 
 /** @brief Measured next to predicted for every measurement, with the relative error. */
 std::string render_comparison(const Results& r, const Calibration& c);

@@ -23,6 +23,8 @@
 #include "sim/scenario/text_file.hpp"
 #include "sim/search/plan_search.hpp"
 #include "validate/calibration.hpp"
+#include "validate/validation_runner.hpp"
+#include "validate/validation_set.hpp"
 #include "topology/cluster_presets.hpp"
 #include "topology/link_topology.hpp"
 
@@ -43,6 +45,7 @@ const char* kUsage =
     "commands:\n"
     "  run SCENARIO.yaml   evaluate a scenario (or each variant of its sweep)\n"
     "  search SCENARIO.yaml  rank the plans that fit around a scenario (shard factors, ZeRO++, tp, batch)\n"
+    "  validate [SET...]   predicted next to measured for published training runs (validate/data/)\n"
     "  calibrate RESULTS.yaml  fit model parameters to hardware measurements\n"
     "  models              list the built-in model presets\n"
     "  clusters            list the built-in clusters\n"
@@ -258,6 +261,68 @@ int cmd_calibrate(const std::vector<std::string>& args) {
   return kOk;
 }
 
+int cmd_validate(const std::vector<std::string>& args) {
+  po::options_description opts("shardsim validate [SET...] [options]\n\nRuns every row of the validation sets (published "
+                               "measurements of real training runs, each with its citation) and prints measured next to "
+                               "predicted with the signed error, per set the count, mean and max |error| and the bias, "
+                               "and the claims (ratios, orderings) the sources make. Rows the model refuses are listed "
+                               "with the reason and counted apart.\n\noptions");
+  opts.add_options()("help,h", "show this help")("sets", po::value<std::vector<std::string>>(),
+                                                 "set ids or set files (default: every set in the data folder)")(
+      "data", po::value<std::string>()->default_value(SHARDSIM_VALIDATION_DATA), "folder of the validation sets")(
+      "role", po::value<std::string>(), "only sets of this role: fit or check")(
+      "engine", po::value<std::string>()->default_value("analytical"), "engine: analytical or simgrid")(
+      "rows", "print every row and claim, not only the per-set table")(
+      "threads", po::value<int>()->default_value(0), "worker threads (0: one per core)")(
+      "json", po::value<std::string>(), "also write rows, claims and summaries as JSON to this file")(
+      "csv", po::value<std::string>(), "also write one line per row and metric as CSV to this file");
+  po::positional_options_description pos;
+  pos.add("sets", -1);
+  const auto vm = parse(args, opts, pos);
+  if (vm.count("help")) {
+    std::cout << opts << "\n";
+    return kOk;
+  }
+  const std::string engine = vm["engine"].as<std::string>();
+  if (engine != "analytical" && engine != "simgrid") {
+    throw UsageError(fmt::format("unknown engine '{}'; available: analytical, simgrid", engine));
+  }
+  const std::string dir = vm["data"].as<std::string>();
+  std::vector<validate::ValidationSet> sets;
+  if (vm.count("sets")) {
+    std::vector<validate::ValidationSet> all;
+    for (const auto& name : vm["sets"].as<std::vector<std::string>>()) {
+      if (name.ends_with(".yaml") || name.ends_with(".yml")) {
+        sets.push_back(validate::load_validation_set(name));
+        continue;
+      }
+      if (all.empty()) {
+        for (const auto& f : validate::validation_set_files(dir)) all.push_back(validate::load_validation_set(f));
+      }
+      auto it = std::find_if(all.begin(), all.end(), [&](const auto& s) { return s.id == name; });
+      if (it == all.end()) {
+        std::vector<std::string> ids;
+        for (const auto& s : all) ids.push_back(s.id);
+        throw UsageError(fmt::format("no validation set '{}' in {}; available: {}", name, dir, scenario::join(ids)));
+      }
+      sets.push_back(*it);
+    }
+  } else {
+    for (const auto& f : validate::validation_set_files(dir)) sets.push_back(validate::load_validation_set(f));
+  }
+  if (vm.count("role")) {
+    const std::string role = vm["role"].as<std::string>();
+    if (role != "fit" && role != "check") throw UsageError(fmt::format("--role takes fit or check (got '{}')", role));
+    std::erase_if(sets, [&](const auto& s) { return s.role != role; });
+  }
+  if (sets.empty()) throw UsageError(fmt::format("no validation sets to run (folder {})", dir));
+  const auto report = validate::run_validation(sets, engine, vm["threads"].as<int>());
+  if (vm.count("json")) report::write_file_atomic(vm["json"].as<std::string>(), validate::validation_to_json(report).dump(2) + "\n");
+  if (vm.count("csv")) report::write_file_atomic(vm["csv"].as<std::string>(), validate::validation_to_csv(report));
+  std::cout << validate::render_validation(report, vm.count("rows") > 0);
+  return kOk;
+}
+
 int cmd_models(const std::vector<std::string>& args) {
   po::options_description opts("shardsim models [--show NAME]\n\nLists the built-in model presets; --show prints one "
                                "as a scenario's model: section to copy and edit.\n\noptions");
@@ -345,6 +410,7 @@ int main(int argc, char** argv) {
     if (cmd == "run") return cmd_run(rest);
     if (cmd == "search") return cmd_search(rest);
     if (cmd == "calibrate") return cmd_calibrate(rest);
+    if (cmd == "validate") return cmd_validate(rest);
     if (cmd == "models") return cmd_models(rest);
     if (cmd == "clusters") return cmd_clusters(rest);
     if (cmd == "topology") return cmd_topology(rest);

@@ -118,6 +118,14 @@ ModelSpec make_llama2(const char* name, int layers, int hidden, int heads, int k
   return m;
 }
 
+// LLaMA (v1): the same block as LLaMA-2 (SwiGLU, RMSNorm, rotary, no biases), 2,048-token context.
+ModelSpec make_llama1(const char* name, int layers, int hidden, int heads, int ffn) {
+  ModelSpec m = make_llama2(name, layers, hidden, heads, heads, ffn);
+  m.seq_len = 2048;
+  m.source = "Touvron et al. 2023, LLaMA (arXiv 2302.13971), Table 2; HF huggyllama config.json (ffn)";
+  return m;
+}
+
 ModelSpec make_gpt3_175b() {
   ModelSpec m;
   m.name = "gpt3-175b";
@@ -143,6 +151,9 @@ const std::vector<ModelSpec>& presets() {
   static const std::vector<ModelSpec> kPresets = {
       make_gpt_neox_20b(),
       make_gpt_20b_frontier(),
+      make_llama1("llama-7b", 32, 4096, 32, 11008),
+      make_llama1("llama-13b", 40, 5120, 40, 13824),
+      make_llama1("llama-30b", 60, 6656, 52, 17920),
       make_llama2("llama2-7b", 32, 4096, 32, 32, 11008),
       make_llama2("llama2-13b", 40, 5120, 40, 40, 13824),
       make_llama2("llama2-70b", 80, 8192, 64, 8, 28672),

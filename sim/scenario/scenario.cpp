@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <filesystem>
@@ -265,6 +266,27 @@ std::shared_ptr<const core::NodeGraphSpec> parse_topology(const ConfigNode& n, c
   return t;
 }
 
+// A job on part of a preset's node (2 of a DGX's 8 GPUs): the levels inside the node stop at the devices it
+// uses, and levels that become the same size merge into the innermost (fastest) one.
+std::vector<core::NetworkLevel> part_of_node(const ConfigNode& at, const core::ClusterSpec& c, int built) {
+  const int dpn = c.devices_per_node;
+  if (dpn > built || built % dpn != 0) {
+    at.fail(fmt::format("a divisor of {}'s {} devices per node (a job on part of a node)", c.name, built));
+  }
+  std::vector<core::NetworkLevel> out;
+  for (core::NetworkLevel l : c.levels) {
+    if (l.domain_ranks <= built) {
+      if (l.domain_ranks < dpn && dpn % l.domain_ranks != 0) {
+        at.fail(fmt::format("a multiple of the {} level's {} ranks", l.name, l.domain_ranks));
+      }
+      l.domain_ranks = std::min(l.domain_ranks, dpn);
+      if (!out.empty() && out.back().domain_ranks == l.domain_ranks) continue;
+    }
+    out.push_back(l);
+  }
+  return out;
+}
+
 core::ClusterSpec parse_cluster(const ConfigNode& n) {
   auto preset_or_fail = [](const ConfigNode& at, const std::string& name) {
     const core::ClusterSpec* p = topology::find_cluster_preset(name);
@@ -296,7 +318,11 @@ core::ClusterSpec parse_cluster(const ConfigNode& n) {
       c.nodes = v->as_positive_int();
       nodes_at = *v;
     }
-    if (auto v = n.find("devices_per_node")) c.devices_per_node = v->as_positive_int();
+    if (auto v = n.find("devices_per_node")) {
+      const int built = c.devices_per_node;
+      c.devices_per_node = v->as_positive_int();
+      if (n.has("preset") && !n.has("network") && c.devices_per_node != built) c.levels = part_of_node(*v, c, built);
+    }
     if (auto v = n.find("device")) apply_device(*v, c.device);
     if (auto v = n.find("host")) apply_host(*v, c.host);
     if (auto v = n.find("network")) c.levels = parse_network(*v);
@@ -643,7 +669,10 @@ void resolve_and_check(Scenario& s, const ConfigNode& root, const PlanDeferred& 
   resolve_compression(s, later);
   if (p.offload.optimizer) {
     const ConfigNode& o = *later.offload;
-    if (p.shards().optimizer <= 1) o.fail("ZeRO-Offload needs sharded optimizer states (zero_stage >= 1)");
+    // One data-parallel rank is ZeRO-Offload's own case (a large model on one GPU): it needs ZeRO, not sharding.
+    if (p.shards().optimizer <= 1 && (p.zero_stage == 0 || p.dp > 1)) {
+      o.fail("ZeRO-Offload needs sharded optimizer states (zero_stage >= 1)");
+    }
     if (p.pp > 1) o.fail("optimizer offload with pipeline parallelism is not modelled");
     if (s.cluster.host.link_bandwidth.value() <= 0.0 || s.cluster.host.memory_bandwidth.value() <= 0.0 ||
         s.cluster.host.memory.value() <= 0.0) {
@@ -744,7 +773,63 @@ std::vector<std::string> split_dots(const std::string& s) {
   return out;
 }
 
+// Applies one change to a scenario's YAML: a dotted key path takes the value; a whole section (model, cluster,
+// plan) merges the value's keys, with "label" naming the change. Returns the change's label.
+std::string apply_change(YAML::Node root, const std::string& key, const ConfigNode& value) {
+  const std::vector<std::string> path = split_dots(key);
+  if (path.size() > 1) {
+    set_path(root, path, value.yaml());
+    return fmt::format("{}={}", key, YAML::Dump(value.yaml()));
+  }
+  std::string label;
+  for (const auto& [k, val] : value.entries()) {
+    if (k == "label") {
+      label = val.as_string();
+      continue;
+    }
+    set_path(root, {key, k}, val.yaml());
+  }
+  if (label.empty()) {
+    for (const auto& [k, val] : value.entries()) {
+      label += fmt::format("{}{}={}", label.empty() ? "" : " ", k, YAML::Dump(val.yaml()));
+    }
+  }
+  return label;
+}
+
+// A change's key names a section or a path under one (`what` says whose keys, for the message).
+void check_change_key(const ConfigNode& at, const std::string& key, const char* what) {
+  static const std::vector<std::string> kSections = {"model", "cluster", "plan"};
+  const std::vector<std::string> path = split_dots(key);
+  if (path.empty() || std::find(kSections.begin(), kSections.end(), path[0]) == kSections.end()) {
+    at.fail(fmt::format("{} are model, cluster, plan or dotted paths under them, e.g. plan.zero_stage", what));
+  }
+}
+
+// A whole-section change merges a map into that section; "label" names the change.
+void check_change_value(const ConfigNode& value, const std::string& key) {
+  if (split_dots(key).size() == 1 && !value.is_map()) {
+    value.fail(fmt::format("expected a map of {} keys (and an optional label)", key));
+  }
+}
+
 }  // namespace
+
+Scenario parse_variant(const ConfigNode& base, const std::vector<std::pair<std::string, ConfigNode>>& changes,
+                       std::string* label) {
+  if (!base.yaml().IsMap()) base.fail("expected a scenario: a map with model, cluster and plan");
+  base.expect_map({"name", "description", "engine", "model", "cluster", "plan"});
+  YAML::Node copy = YAML::Clone(base.yaml());
+  std::string variant;
+  for (const auto& [key, value] : changes) {
+    check_change_key(value, key, "keys");
+    check_change_value(value, key);
+    variant += fmt::format("{}{}", variant.empty() ? "" : ", ", apply_change(copy, key, value));
+  }
+  if (label) *label = variant;
+  ConfigNode vroot(copy, std::make_shared<const std::string>(base.file()), base.path(), base.location());
+  return parse_one(vroot, std::filesystem::path(base.file()).parent_path());
+}
 
 std::vector<Scenario> parse_root(const ConfigNode& root, const std::string& file) {
   if (!root.yaml().IsMap()) root.fail("expected a scenario: a map with model, cluster and plan");
@@ -759,19 +844,11 @@ std::vector<Scenario> parse_root(const ConfigNode& root, const std::string& file
     std::vector<std::string> path;
     std::vector<ConfigNode> values;
   };
-  static const std::vector<std::string> kSections = {"model", "cluster", "plan"};
   std::vector<Axis> axes;
   for (auto& [key, vals] : sweep->entries()) {
     Axis a{key, split_dots(key), vals.items()};
-    if (std::find(kSections.begin(), kSections.end(), a.path[0]) == kSections.end()) {
-      vals.fail("sweep keys are model, cluster, plan or dotted paths under them, e.g. plan.zero_stage");
-    }
-    if (a.path.size() == 1) {
-      // A whole-section axis: each value is a map merged into that section; "label" names the variant.
-      for (const ConfigNode& v : a.values) {
-        if (!v.is_map()) v.fail(fmt::format("expected a map of {} keys (and an optional label)", key));
-      }
-    }
+    check_change_key(vals, key, "sweep keys");
+    for (const ConfigNode& v : a.values) check_change_value(v, key);
     if (a.values.empty()) vals.fail("expected a non-empty list of values");
     axes.push_back(std::move(a));
   }
@@ -782,26 +859,7 @@ std::vector<Scenario> parse_root(const ConfigNode& root, const std::string& file
     copy.remove("sweep");
     std::string variant;
     for (std::size_t i = 0; i < axes.size(); ++i) {
-      const ConfigNode& v = axes[i].values[idx[i]];
-      if (axes[i].path.size() == 1) {
-        std::string label;
-        for (const auto& [k, val] : v.entries()) {
-          if (k == "label") {
-            label = val.as_string();
-            continue;
-          }
-          set_path(copy, {axes[i].key, k}, val.yaml());
-        }
-        if (label.empty()) {
-          for (const auto& [k, val] : v.entries()) {
-            label += fmt::format("{}{}={}", label.empty() ? "" : " ", k, YAML::Dump(val.yaml()));
-          }
-        }
-        variant += fmt::format("{}{}", i ? ", " : "", label);
-      } else {
-        set_path(copy, axes[i].path, v.yaml());
-        variant += fmt::format("{}{}={}", i ? ", " : "", axes[i].key, YAML::Dump(v.yaml()));
-      }
+      variant += fmt::format("{}{}", i ? ", " : "", apply_change(copy, axes[i].key, axes[i].values[idx[i]]));
     }
     ConfigNode vroot(copy, std::make_shared<const std::string>(file), "", root.location());
     Scenario s = parse_one(vroot, base_dir);

@@ -13,6 +13,7 @@
 #include "sim/core/cluster_spec.hpp"
 #include "sim/core/model_spec.hpp"
 #include "sim/core/plan_spec.hpp"
+#include "sim/scenario/config_node.hpp"
 #include "sim/scenario/deepspeed_config.hpp"
 
 namespace shardsim::scenario {
@@ -51,6 +52,12 @@ std::string cluster_to_yaml(const core::ClusterSpec& c);
  *  config) replace plan keys before validation; an error in one of them names its own source. Throws
  *  core::ConfigError. */
 std::vector<Scenario> load_scenarios(const std::string& path, const std::vector<PlanOverride>& plan_overrides = {});
+/** @brief One scenario: `base` (a scenario map without sweep: or search:) with `changes` applied in order, each a
+ *  dotted key path (plan.zero_stage) taking its value or a section (plan) merging its map, as a sweep's axes do.
+ *  Errors name the file and line of the value at fault. `label`, when given, receives the changes as a sweep
+ *  variant's label. Throws core::ConfigError. */
+Scenario parse_variant(const ConfigNode& base, const std::vector<std::pair<std::string, ConfigNode>>& changes,
+                       std::string* label = nullptr);
 /** @brief Parses YAML `text`; `file` names it in messages, relative paths resolve against its directory. */
 std::vector<Scenario> parse_scenarios(const std::string& text, const std::string& file,
                                       const std::vector<PlanOverride>& plan_overrides = {});

@@ -23,6 +23,10 @@ TEST(ModelSpec, Llama2PresetsMatchTheReleasedCheckpoints) {
   EXPECT_DOUBLE_EQ(preset("llama2-7b").total_params(), 6738415616.0);
   EXPECT_DOUBLE_EQ(preset("llama2-13b").total_params(), 13015864320.0);
   EXPECT_DOUBLE_EQ(preset("llama2-70b").total_params(), 68976648192.0);
+  // LLaMA (v1) 7B and 13B have LLaMA-2's shapes; 30B is HF huggyllama/llama-30b's 32,528,943,616.
+  EXPECT_DOUBLE_EQ(preset("llama-7b").total_params(), 6738415616.0);
+  EXPECT_DOUBLE_EQ(preset("llama-13b").total_params(), 13015864320.0);
+  EXPECT_DOUBLE_EQ(preset("llama-30b").total_params(), 32528943616.0);
 }
 
 TEST(ModelSpec, Gpt3Is175B) {

@@ -1,0 +1,252 @@
+#include "validate/model_parameters.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+#include <limits>
+#include <set>
+
+#include "sim/core/errors.hpp"
+#include "sim/scenario/evaluate.hpp"
+#include "validate/calibration.hpp"
+
+namespace shardsim::validate {
+namespace {
+
+scenario::Scenario frontier() {
+  return scenario::parse_scenarios("model: gpt-20b-frontier\ncluster: {preset: frontier, nodes: 4}\n"
+                                   "plan: {zero_stage: 3, micro_batch: 1, global_batch: 64, recompute: full}\n",
+                                   "f.yaml")
+      .at(0);
+}
+
+scenario::Scenario dgx(int nodes = 2) {
+  return scenario::parse_scenarios("model: llama2-7b\ncluster: {preset: dgx-h100, nodes: " + std::to_string(nodes) +
+                                       "}\nplan: {zero_stage: 3, micro_batch: 1, global_batch: 64, overlap_comm: false}\n",
+                                   "d.yaml")
+      .at(0);
+}
+
+const ModelParameter& named(const std::vector<ModelParameter>& ps, const std::string& name) {
+  const auto it = std::find_if(ps.begin(), ps.end(), [&](const auto& p) { return p.name == name; });
+  if (it == ps.end()) throw std::runtime_error("no parameter " + name);
+  return *it;
+}
+
+double iteration_time(const scenario::Scenario& s) { return scenario::evaluate(s).run.iteration_time.value(); }
+
+TEST(ModelParameters, FrontierNamesEveryLevelWithItsSource) {
+  const auto s = frontier();
+  const auto ps = model_parameters(s);
+  std::vector<std::string> names;
+  for (const auto& p : ps) names.push_back(p.name);
+  const std::vector<std::string> expected = {
+      "device.gemm_efficiency",   "device.memory_efficiency", "host.link_bandwidth",
+      "network.gcd-pair.bandwidth", "network.node.bandwidth",   "network.slingshot.bandwidth",
+      "network.gcd-pair.latency", "network.node.latency",     "network.slingshot.latency",
+      "device.runtime_reserved",  "plan.workspace"};
+  EXPECT_EQ(names, expected);
+
+  const ModelParameter& nic = named(ps, "network.slingshot.bandwidth");
+  EXPECT_EQ(nic.unit, "B/s");
+  EXPECT_EQ(nic.source, "F1, F2 (25 GB/s NIC per 2 GCDs); latency [guess]");
+  EXPECT_DOUBLE_EQ(nic.lower, 2.5e9);  // 0.1x .. 1x of the datasheet's 25 GB/s
+  EXPECT_DOUBLE_EQ(nic.upper, 25e9);
+  const ModelParameter& lat = named(ps, "network.slingshot.latency");
+  EXPECT_EQ(lat.unit, "s");
+  EXPECT_EQ(lat.source, "[guess]");
+  EXPECT_DOUBLE_EQ(lat.lower, 0.5e-6);
+  EXPECT_DOUBLE_EQ(lat.upper, 100e-6);
+  EXPECT_EQ(named(ps, "device.gemm_efficiency").source, "[guess]");  // Frontier's efficiencies are guesses
+  EXPECT_EQ(named(ps, "device.gemm_efficiency").unit, "");
+  EXPECT_DOUBLE_EQ(named(ps, "host.link_bandwidth").upper, 36e9);
+  EXPECT_FALSE(named(ps, "plan.workspace").affects_time);
+  EXPECT_FALSE(named(ps, "device.runtime_reserved").affects_time);
+  EXPECT_TRUE(named(ps, "network.node.latency").affects_time);
+  // The DGX preset's efficiencies were measured, and its device source says so.
+  EXPECT_EQ(named(model_parameters(dgx()), "device.gemm_efficiency").source, "datasheet; measured GEMM and copy rates");
+}
+
+TEST(ModelParameters, NamesAreUniqueAndStable) {
+  for (const auto& s : {frontier(), dgx()}) {
+    const auto a = model_parameters(s), b = model_parameters(s);
+    std::set<std::string> unique;
+    ASSERT_EQ(a.size(), b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      EXPECT_EQ(a[i].name, b[i].name);
+      EXPECT_TRUE(unique.insert(a[i].name).second) << a[i].name;
+    }
+  }
+}
+
+TEST(ModelParameters, GetReturnsWhatSetWrote) {
+  for (auto s : {frontier(), dgx()}) {
+    for (const auto& p : model_parameters(s)) {
+      EXPECT_LT(p.lower, p.upper) << p.name;
+      const double current = p.get(s);
+      EXPECT_GE(current, p.lower) << p.name;
+      EXPECT_LE(current, p.upper) << p.name;
+      const double v = p.lower + 0.37 * (p.upper - p.lower);
+      p.set(s, v);
+      EXPECT_EQ(p.get(s), v) << p.name;
+    }
+  }
+}
+
+TEST(ModelParameters, SettingThemMovesTheSimulationTheRightWay) {
+  const auto base = dgx(4);
+  const double t0 = iteration_time(base);
+  const auto ps = model_parameters(base);
+  auto with = [&](const std::string& name, double factor) {
+    auto s = base;
+    const auto& p = named(ps, name);
+    p.set(s, p.get(s) * factor);
+    return s;
+  };
+  EXPECT_GT(iteration_time(with("device.gemm_efficiency", 0.7)), 1.1 * t0);  // slower GEMMs: a longer iteration
+  EXPECT_LT(iteration_time(with("device.gemm_efficiency", 1.1)), t0);
+  EXPECT_GT(iteration_time(with("device.memory_efficiency", 0.5)), t0);
+  EXPECT_GT(iteration_time(with("network.infiniband.bandwidth", 0.3)), 1.1 * t0);  // ZeRO-3 with no overlap
+  EXPECT_GT(iteration_time(with("network.infiniband.latency", 20.0)), t0);
+  // Memory-only parameters leave the time alone and move the memory.
+  const auto more_workspace = with("plan.workspace", 2.0);
+  EXPECT_EQ(iteration_time(more_workspace), t0);
+  EXPECT_DOUBLE_EQ(scenario::evaluate(more_workspace).memory.total.value() - scenario::evaluate(base).memory.total.value(),
+                   base.plan.workspace.value());
+  EXPECT_EQ(iteration_time(with("device.runtime_reserved", 3.0)), t0);
+}
+
+TEST(ModelParameters, RangesHoldTheSpecsOwnValueAndMissingPartsHaveNoParameter) {
+  const auto s = scenario::parse_scenarios(R"(model: llama2-7b
+cluster:
+  name: mine
+  nodes: 2
+  devices_per_node: 4
+  device: {name: acc, peak: {bf16: 100TFLOP/s}, hbm: 40GiB, hbm_bandwidth: 1.5TB/s, gemm_efficiency: 0.98}
+  network:
+    - {name: node, ranks: 4, bandwidth: 100GB/s, latency: 0.2us}
+    - {name: net, ranks: all, bandwidth: 25GB/s, latency: 5us}
+plan: {zero_stage: 2}
+)",
+                                           "mine.yaml")
+                     .at(0);
+  const auto ps = model_parameters(s);
+  EXPECT_DOUBLE_EQ(named(ps, "device.gemm_efficiency").upper, 0.98);   // a measured value beyond the usual range
+  EXPECT_DOUBLE_EQ(named(ps, "network.node.latency").lower, 0.2e-6);
+  EXPECT_EQ(named(ps, "network.net.bandwidth").source, "mine.yaml");  // a user's level cites its file
+  EXPECT_FALSE(find_model_parameter(s, "host.link_bandwidth").has_value());  // this cluster describes no host
+  EXPECT_TRUE(find_model_parameter(s, "network.net.latency").has_value());
+  EXPECT_FALSE(find_model_parameter(s, "network.slingshot.latency").has_value());
+}
+
+TEST(ModelParameters, UnitsAndSpellingsForAnyMachine) {
+  EXPECT_EQ(model_parameter_unit("device.gemm_efficiency"), "");
+  EXPECT_EQ(model_parameter_unit("network.any-level.latency"), "s");
+  EXPECT_EQ(model_parameter_unit("network.rack.bandwidth"), "B/s");
+  EXPECT_EQ(model_parameter_unit("plan.workspace"), "B");
+  EXPECT_FALSE(model_parameter_unit("network..latency").has_value());
+  EXPECT_FALSE(model_parameter_unit("network.rack.jitter").has_value());
+  EXPECT_FALSE(model_parameter_unit("device.gemm").has_value());
+  EXPECT_EQ(format_parameter_value(0.55, ""), "0.55");
+  EXPECT_EQ(format_parameter_value(12.5e9, "B/s"), "12.5GB/s");
+  EXPECT_EQ(format_parameter_value(3e-6, "s"), "3us");
+  EXPECT_EQ(format_parameter_value(core::kGiB, "B"), "1GiB");
+}
+
+// ---------------------------------------------------------------- the calibration file's parameters: section
+
+void expect_config_error(const std::function<void()>& f, int line, const std::string& key, const std::string& fragment) {
+  try {
+    f();
+    ADD_FAILURE() << "expected a ConfigError mentioning: " << fragment;
+  } catch (const core::ConfigError& e) {
+    EXPECT_EQ(e.where().file, "cal.yaml") << e.what();
+    EXPECT_EQ(e.where().line, line) << e.what();
+    EXPECT_EQ(e.key_path(), key) << e.what();
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+  }
+}
+
+TEST(CalibrationParameters, RoundTripAndApply) {
+  Calibration c;
+  c.parameters["device.gemm_efficiency"] = {0.55, 0.0125, {}};
+  c.parameters["network.infiniband.bandwidth"] = {20.5e9, 0.3e9, {}};
+  c.parameters["network.infiniband.latency"] = {7.25e-6, std::nullopt, {}};
+  c.parameters["plan.workspace"] = {1.5 * core::kGiB, std::numeric_limits<double>::infinity(), {}};
+  const std::string text = write_calibration(c);
+  EXPECT_NE(text.find("network.infiniband.bandwidth: {value: 20.5GB/s, std_error: 0.3GB/s}"), std::string::npos) << text;
+  EXPECT_EQ(text.find("device:"), std::string::npos) << text;  // runs only: no benchmarked device
+  const Calibration back = parse_calibration(text, "cal.yaml");
+  ASSERT_EQ(back.parameters.size(), 4u);
+  for (const auto& [name, f] : c.parameters) {
+    const FittedParameter& b = back.parameters.at(name);
+    EXPECT_NEAR(b.value / f.value, 1.0, 1e-9) << name;
+    EXPECT_GT(b.where.line, 0) << name;
+  }
+  EXPECT_NEAR(*back.parameters.at("device.gemm_efficiency").std_error, 0.0125, 1e-12);
+  EXPECT_NEAR(*back.parameters.at("network.infiniband.bandwidth").std_error / 0.3e9, 1.0, 1e-9);
+  EXPECT_FALSE(back.parameters.at("network.infiniband.latency").std_error.has_value());
+  EXPECT_FALSE(back.parameters.at("plan.workspace").std_error.has_value());  // not identifiable: a comment
+
+  auto s = dgx();
+  apply_parameters(back, s);
+  EXPECT_NEAR(s.cluster.device.gemm_efficiency, 0.55, 1e-12);
+  EXPECT_NEAR(s.cluster.levels[1].link_bandwidth.value() / 20.5e9, 1.0, 1e-9);
+  EXPECT_NEAR(s.cluster.levels[1].latency.value() / 7.25e-6, 1.0, 1e-9);
+  EXPECT_NEAR(s.plan.workspace.value() / (1.5 * core::kGiB), 1.0, 1e-9);
+}
+
+TEST(CalibrationParameters, ShortFormAndDeviceFitsTogether) {
+  const Calibration c = parse_calibration(
+      "device: {name: x, backend: cuda, date: d}\ngemm: {max_efficiency: 0.7, half_flops: 1GFLOP}\n"
+      "parameters:\n  device.gemm_efficiency: 0.6\n",
+      "cal.yaml");
+  auto s = dgx();
+  apply_calibration(c, s.cluster);
+  EXPECT_DOUBLE_EQ(s.cluster.device.gemm_efficiency, 0.7);
+  apply_parameters(c, s);  // a fit to whole runs wins over the device's GEMM benchmark
+  EXPECT_DOUBLE_EQ(s.cluster.device.gemm_efficiency, 0.6);
+}
+
+// Parsing `yaml` as the calibration file cal.yaml.
+std::function<void()> parsing(std::string yaml) {
+  return [yaml] { (void)parse_calibration(yaml, "cal.yaml"); };
+}
+
+TEST(CalibrationParameters, UnknownNamesAreErrorsAtTheirLine) {
+  expect_config_error(parsing("parameters:\n  device.gemm_efficiency: 0.6\n  device.gemm_eficiency: 0.5\n"), 3,
+                      "parameters.device.gemm_eficiency", "did you mean 'device.gemm_efficiency'");
+  expect_config_error(parsing("parameters:\n  network.slingshot.bandwith: {value: 10GB/s}\n"), 2,
+                      "parameters.network.slingshot.bandwith", "did you mean 'network.slingshot.bandwidth'");
+  expect_config_error(parsing("parameters:\n  network.slingshot.bandwidth: {value: 10}\n"), 2,
+                      "parameters.network.slingshot.bandwidth.value", "bare number");
+  expect_config_error(parsing("parameters:\n  device.gemm_efficiency: {value: 0.5, std_eror: 0.1}\n"), 2,
+                      "parameters.device.gemm_efficiency.std_eror", "did you mean 'std_error'");
+  expect_config_error(parsing("parameters:\n  device.gemm_efficiency: 0.5\n  device.gemm_efficiency: 0.6\n"), 3,
+                      "parameters.device.gemm_efficiency", "duplicate");
+  // A level the scenario's machine lacks is found when applying, at the file's line, with the alternatives.
+  const Calibration c = parse_calibration("parameters:\n  device.gemm_efficiency: 0.6\n"
+                                          "  network.slingshot.latency: 3us\n",
+                                          "cal.yaml");
+  auto s = dgx();
+  expect_config_error([&] { apply_parameters(c, s); }, 3, "parameters.network.slingshot.latency",
+                      "cluster 'dgx-h100' has no such parameter");
+  EXPECT_DOUBLE_EQ(s.cluster.device.gemm_efficiency, 0.80);  // nothing was set
+}
+
+TEST(CalibrationParameters, ValuesOutsideTheRangeAreErrorsAtTheirLine) {
+  auto s = dgx();
+  const Calibration eff = parse_calibration("parameters:\n  device.gemm_efficiency: {value: 0.99}\n", "cal.yaml");
+  expect_config_error([&] { apply_parameters(eff, s); }, 2, "parameters.device.gemm_efficiency",
+                      "expected a value in [0.2, 0.95] on cluster 'dgx-h100', got 0.99");
+  // 80 GB/s is more than the datasheet's 50 GB/s per NIC.
+  const Calibration bw = parse_calibration("# fitted\nparameters:\n  network.infiniband.bandwidth: 80GB/s\n", "cal.yaml");
+  expect_config_error([&] { apply_parameters(bw, s); }, 3, "parameters.network.infiniband.bandwidth",
+                      "expected a value in [5GB/s, 50GB/s]");
+  expect_config_error(parsing("parameters:\n  device.memory_efficiency: 1.5\n"), 2, "parameters.device.memory_efficiency",
+                      "fraction");
+}
+
+}  // namespace
+}  // namespace shardsim::validate

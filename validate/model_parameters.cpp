@@ -1,0 +1,161 @@
+#include "validate/model_parameters.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <string_view>
+
+#include "sim/core/errors.hpp"
+
+namespace shardsim::validate {
+namespace {
+
+using scenario::Scenario;
+
+constexpr std::string_view kLevel = "<level>";
+
+// `Cluster` is ClusterSpec or const ClusterSpec: one lookup for the getters and the setters.
+template <class Cluster>
+auto& level_named(Cluster& c, const std::string& name) {
+  const auto it = std::find_if(c.levels.begin(), c.levels.end(), [&](const auto& l) { return l.name == name; });
+  SHARDSIM_ASSERT(it != c.levels.end(), "a network parameter of a level the cluster does not have: " + name);
+  return *it;
+}
+
+// A DeviceSpec cites one source for all its figures; its efficiencies count as measured only where it says so
+// (the presets mark them [guess] in their comments otherwise).
+std::string efficiency_source(const Scenario& s, const std::string&) {
+  const std::string& src = s.cluster.device.source;
+  return src.find("measured") != std::string::npos ? src : "[guess]";
+}
+
+std::string latency_source(const Scenario& s, const std::string& level) {
+  const std::string& src = level_named(s.cluster, level).source;
+  return src.find("latency [guess]") != std::string::npos ? "[guess]" : src;
+}
+
+// One row per kind of parameter; a "<level>" row stands for one parameter per network level, `level` naming it
+// (empty for the other rows). A relative range is a multiple of the value in the spec; where that value is
+// zero the machine lacks the part (a cluster without a host link) and has no such parameter.
+struct Kind {
+  std::string_view pattern;
+  std::string_view unit;
+  bool affects_time;
+  bool relative;
+  double lower, upper;
+  std::string (*source)(const Scenario& s, const std::string& level);
+  double (*get)(const Scenario& s, const std::string& level);
+  void (*set)(Scenario& s, const std::string& level, double v);
+};
+
+const std::array<Kind, 7>& kinds() {
+  static const std::array<Kind, 7> kKinds = {{
+      {"device.gemm_efficiency", "", true, false, 0.2, 0.95, efficiency_source,
+       [](const Scenario& s, const std::string&) { return s.cluster.device.gemm_efficiency; },
+       [](Scenario& s, const std::string&, double v) { s.cluster.device.gemm_efficiency = v; }},
+      {"device.memory_efficiency", "", true, false, 0.3, 1.0, efficiency_source,
+       [](const Scenario& s, const std::string&) { return s.cluster.device.memory_efficiency; },
+       [](Scenario& s, const std::string&, double v) { s.cluster.device.memory_efficiency = v; }},
+      // Pinned copies reach well below the link's rate on some hosts (PCIe protocol overhead, IOMMU).
+      {"host.link_bandwidth", "B/s", true, true, 0.2, 1.0,
+       [](const Scenario& s, const std::string&) { return s.cluster.source; },
+       [](const Scenario& s, const std::string&) { return s.cluster.host.link_bandwidth.value(); },
+       [](Scenario& s, const std::string&, double v) { s.cluster.host.link_bandwidth = core::BytesPerSec(v); }},
+      // Collectives reach a fraction of the datasheet's link rate; at scale (congestion, adaptive routing) as
+      // little as a tenth.
+      {"network.<level>.bandwidth", "B/s", true, true, 0.1, 1.0,
+       [](const Scenario& s, const std::string& l) { return level_named(s.cluster, l).source; },
+       [](const Scenario& s, const std::string& l) { return level_named(s.cluster, l).link_bandwidth.value(); },
+       [](Scenario& s, const std::string& l, double v) { level_named(s.cluster, l).link_bandwidth = core::BytesPerSec(v); }},
+      // From an NVLink hop to a software-heavy path across a large fabric.
+      {"network.<level>.latency", "s", true, false, 0.5e-6, 100e-6, latency_source,
+       [](const Scenario& s, const std::string& l) { return level_named(s.cluster, l).latency.value(); },
+       [](Scenario& s, const std::string& l, double v) { level_named(s.cluster, l).latency = core::Seconds(v); }},
+      {"device.runtime_reserved", "B", false, false, 0.0, 4.0 * core::kGiB,
+       [](const Scenario&, const std::string&) { return std::string("[guess] runtime context and communicator buffers"); },
+       [](const Scenario& s, const std::string&) { return s.cluster.device.runtime_reserved.value(); },
+       [](Scenario& s, const std::string&, double v) { s.cluster.device.runtime_reserved = core::Bytes(v); }},
+      {"plan.workspace", "B", false, false, 0.0, 4.0 * core::kGiB,
+       [](const Scenario&, const std::string&) {
+         return std::string("[guess] GEMM workspaces, allocator fragmentation, temporaries");
+       },
+       [](const Scenario& s, const std::string&) { return s.plan.workspace.value(); },
+       [](Scenario& s, const std::string&, double v) { s.plan.workspace = core::Bytes(v); }},
+  }};
+  return kKinds;
+}
+
+std::optional<ModelParameter> make(const Kind& k, const Scenario& s, const std::string& level) {
+  const double current = k.get(s, level);
+  if (k.relative && current <= 0.0) return std::nullopt;
+  ModelParameter p;
+  p.name = std::string(k.pattern);
+  if (const auto at = p.name.find(kLevel); at != std::string::npos) p.name.replace(at, kLevel.size(), level);
+  p.unit = std::string(k.unit);
+  p.source = k.source(s, level);
+  p.affects_time = k.affects_time;
+  const double scale = k.relative ? current : 1.0;
+  // A spec may already hold a value outside the usual range (a user's measured efficiency): a fit starts there.
+  p.lower = std::min(k.lower * scale, current);
+  p.upper = std::max(k.upper * scale, current);
+  p.get = [get = k.get, level](const Scenario& sc) { return get(sc, level); };
+  p.set = [set = k.set, level](Scenario& sc, double v) { set(sc, level, v); };
+  return p;
+}
+
+bool per_level(const Kind& k) { return k.pattern.find(kLevel) != std::string_view::npos; }
+
+}  // namespace
+
+std::vector<ModelParameter> model_parameters(const Scenario& s) {
+  std::vector<ModelParameter> out;
+  for (const Kind& k : kinds()) {
+    if (per_level(k)) {
+      for (const auto& l : s.cluster.levels) {
+        if (auto p = make(k, s, l.name)) out.push_back(std::move(*p));
+      }
+    } else if (auto p = make(k, s, "")) {
+      out.push_back(std::move(*p));
+    }
+  }
+  return out;
+}
+
+std::optional<ModelParameter> find_model_parameter(const Scenario& s, const std::string& name) {
+  for (auto& p : model_parameters(s)) {
+    if (p.name == name) return std::move(p);
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> model_parameter_patterns() {
+  std::vector<std::string> out;
+  for (const Kind& k : kinds()) out.emplace_back(k.pattern);
+  return out;
+}
+
+std::optional<std::string> model_parameter_unit(const std::string& name) {
+  const std::string_view n = name;
+  for (const Kind& k : kinds()) {
+    if (!per_level(k)) {
+      if (n == k.pattern) return std::string(k.unit);
+      continue;
+    }
+    const std::size_t at = k.pattern.find(kLevel);
+    const std::string_view head = k.pattern.substr(0, at), tail = k.pattern.substr(at + kLevel.size());
+    if (n.size() > head.size() + tail.size() && n.starts_with(head) && n.ends_with(tail)) return std::string(k.unit);
+  }
+  return std::nullopt;
+}
+
+std::string format_parameter_value(double value, const std::string& unit) {
+  // Ten significant digits: a fitted value is known to far fewer, and the file stays readable.
+  if (unit == "B/s") return fmt::format("{:.10g}GB/s", value / 1e9);
+  if (unit == "s") return fmt::format("{:.10g}us", value * 1e6);
+  if (unit == "B") return fmt::format("{:.10g}GiB", value / core::kGiB);
+  SHARDSIM_ASSERT(unit.empty(), "a model parameter in an unknown unit: " + unit);
+  return fmt::format("{:.10g}", value);
+}
+
+}  // namespace shardsim::validate

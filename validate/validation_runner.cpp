@@ -1,0 +1,380 @@
+#include "validate/validation_runner.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <map>
+#include <thread>
+
+#include "sim/core/units.hpp"
+#include "sim/scenario/evaluate.hpp"
+
+namespace shardsim::validate {
+namespace {
+
+// What one row's evaluation gives, by metric.
+struct Prediction {
+  bool ok = false;
+  std::string refused;
+  std::array<double, static_cast<std::size_t>(Metric::kCount)> value{};
+  std::string family;
+};
+
+// DeepSpeed's forward / backward / step timers on the first rank role: per micro-batch the span of its forward
+// (backward and recomputation) compute, summed; the step is what follows the last backward.
+void phase_times(const scenario::Evaluation& ev, Prediction& p) {
+  const auto& tasks = ev.graph.tasks();
+  std::map<int, std::pair<double, double>> fwd, bwd;
+  double last_backward = 0.0;
+  for (std::size_t t = 0; t < tasks.size(); ++t) {
+    const auto& task = tasks[t];
+    if (task.role != 0 || task.kind != graph::TaskKind::kCompute || task.micro < 0) continue;
+    const auto& tm = ev.run.timings[t];
+    auto widen = [&](std::map<int, std::pair<double, double>>& m) {
+      auto [it, fresh] = m.try_emplace(task.micro, tm.start_s, tm.end_s);
+      if (!fresh) it->second = {std::min(it->second.first, tm.start_s), std::max(it->second.second, tm.end_s)};
+    };
+    if (task.phase == graph::Phase::kForward) widen(fwd);
+    if (task.phase == graph::Phase::kBackward || task.phase == graph::Phase::kRecompute) {
+      widen(bwd);
+      last_backward = std::max(last_backward, tm.end_s);
+    }
+  }
+  auto sum = [](const std::map<int, std::pair<double, double>>& m) {
+    double s = 0.0;
+    for (const auto& [micro, span] : m) s += span.second - span.first;
+    return s;
+  };
+  p.value[static_cast<std::size_t>(Metric::kForwardTime)] = sum(fwd);
+  p.value[static_cast<std::size_t>(Metric::kBackwardTime)] = sum(bwd);
+  p.value[static_cast<std::size_t>(Metric::kStepTime)] = ev.run.iteration_time.value() - last_backward;
+}
+
+Prediction predict(const Row& row, const std::string& engine, bool need_phases) {
+  Prediction p;
+  if (!row.scenario) {
+    p.refused = row.refused;
+    return p;
+  }
+  scenario::Scenario s = *row.scenario;
+  s.engine = engine;
+  p.family = coverage_key(s);
+  engine::EngineOptions opts;
+  opts.keep_timings = need_phases;
+  opts.memory_timeline = false;
+  scenario::Evaluation ev;
+  try {
+    ev = scenario::evaluate(s, opts);
+  } catch (const core::InfeasibleError& e) {
+    p.refused = e.what();
+    return p;
+  }
+  const double gpus = s.cluster.total_devices();
+  const double peak = s.cluster.device.peak_for(s.model.param_dtype)->value();
+  auto set = [&](Metric m, double v) { p.value[static_cast<std::size_t>(m)] = v; };
+  set(Metric::kIterationTime, ev.run.iteration_time.value());
+  set(Metric::kMfu, ev.mfu);
+  set(Metric::kHfu, ev.hardware_tflops_per_gpu * 1e12 / peak);
+  set(Metric::kTflopsPerGpu, ev.model_tflops_per_gpu);
+  set(Metric::kHwTflopsPerGpu, ev.hardware_tflops_per_gpu);
+  set(Metric::kTokensPerGpuPerS, ev.tokens_per_s / gpus);
+  set(Metric::kMemory, ev.memory.total.value());
+  set(Metric::kFits, ev.memory.fits ? 1.0 : 0.0);
+  if (need_phases) phase_times(ev, p);
+  p.ok = true;
+  if (!ev.memory.fits) {
+    p.refused = fmt::format("does not fit in memory although it ran: needs {} of {}", core::format_bytes(ev.memory.total),
+                            core::format_bytes(ev.memory.capacity));
+  }
+  return p;
+}
+
+bool higher_is_better(Metric m) { return !is_duration(m) && m != Metric::kMemory; }
+
+double percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const double pos = q * static_cast<double>(v.size() - 1);
+  const auto lo = static_cast<std::size_t>(std::floor(pos));
+  const auto hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
+}
+
+std::string format_value(Metric m, double v) {
+  if (is_duration(m)) return core::format_seconds(core::Seconds(v));
+  switch (m) {
+    case Metric::kMfu:
+    case Metric::kHfu:
+      return fmt::format("{:.1f}%", 100.0 * v);
+    case Metric::kFits:
+      return v != 0.0 ? "fits" : "OOM";
+    case Metric::kMemory:
+      return core::format_bytes(core::Bytes(v));
+    case Metric::kTokensPerGpuPerS:
+      return fmt::format("{:.0f} tok/s", v);
+    default:
+      return fmt::format("{:.1f} TF/s", v);
+  }
+}
+
+std::string signed_percent(double e) { return fmt::format("{:+.1f}%", std::fabs(e) < 5e-4 ? 0.0 : 100.0 * e); }
+
+}  // namespace
+
+std::string coverage_key(const scenario::Scenario& s) {
+  const char* family = s.plan.offload.optimizer               ? "cpu offload"
+                       : (s.plan.tp > 1 || s.plan.pp > 1)     ? "3d (tp/pp)"
+                                                              : "data parallel (ddp/zero)";
+  return fmt::format("{} / {}", s.cluster.name, family);
+}
+
+ValidationReport run_validation(const std::vector<ValidationSet>& sets, const std::string& engine, int threads) {
+  ValidationReport report;
+  report.engine = engine;
+  struct Job {
+    const ValidationSet* set;
+    const Row* row;
+  };
+  std::vector<Job> jobs;
+  for (const auto& set : sets) {
+    for (const auto& row : set.rows) jobs.push_back({&set, &row});
+  }
+  std::vector<Prediction> predictions(jobs.size());
+  std::atomic<std::size_t> next{0};
+  auto work = [&] {
+    for (std::size_t i = next++; i < jobs.size(); i = next++) {
+      const Row& row = *jobs[i].row;
+      const bool phases = std::any_of(row.measured.begin(), row.measured.end(), [](const Measured& m) {
+        return m.metric == Metric::kForwardTime || m.metric == Metric::kBackwardTime || m.metric == Metric::kStepTime;
+      });
+      predictions[i] = predict(row, engine, phases);
+    }
+  };
+  const int n = threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (int t = 1; t < n; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+
+  std::size_t j = 0;
+  for (const auto& set : sets) {
+    SetSummary sum;
+    sum.set = set.id;
+    sum.role = set.role;
+    sum.title = set.title;
+    std::map<std::string, const Prediction*> by_id;
+    std::vector<double> errors;
+    for (const auto& row : set.rows) {
+      const Prediction& p = predictions[j++];
+      by_id[row.id] = &p;
+      for (const auto& m : row.measured) {
+        RowResult r;
+        r.set = set.id;
+        r.id = row.id;
+        r.metric = m.metric;
+        r.measured = m.value;
+        r.family = p.family;
+        r.cite = row.cite;
+        if (m.metric == Metric::kFits) {
+          // A memory verdict is compared as such; it is not refused for not fitting.
+          if (!p.ok) {
+            r.refused = p.refused;
+            ++sum.refused;
+          } else {
+            r.predicted = p.value[static_cast<std::size_t>(Metric::kFits)];
+            r.error = r.predicted == r.measured ? 0.0 : 1.0;
+            ++sum.fits_checks;
+            if (r.error != 0.0) ++sum.fits_wrong;
+          }
+        } else if (!p.ok || (!p.refused.empty() && m.metric != Metric::kMemory)) {
+          r.refused = p.refused;
+          if (p.ok) r.predicted = p.value[static_cast<std::size_t>(m.metric)];
+          ++sum.refused;
+        } else {
+          r.predicted = p.value[static_cast<std::size_t>(m.metric)];
+          r.error = (r.predicted - r.measured) / r.measured;
+          errors.push_back(r.error);
+        }
+        report.rows.push_back(std::move(r));
+      }
+    }
+    sum.compared = static_cast<int>(errors.size());
+    for (double e : errors) {
+      sum.mean_abs += std::fabs(e);
+      sum.max_abs = std::max(sum.max_abs, std::fabs(e));
+      sum.bias += e;
+    }
+    if (!errors.empty()) {
+      sum.mean_abs /= static_cast<double>(errors.size());
+      sum.bias /= static_cast<double>(errors.size());
+      sum.p10 = percentile(errors, 0.1);
+      sum.p90 = percentile(errors, 0.9);
+    }
+    for (const auto& claim : set.claims) {
+      ClaimResult c;
+      c.set = set.id;
+      c.id = claim.id;
+      c.kind = claim.kind;
+      c.metric = claim.metric;
+      c.cite = claim.cite;
+      ++sum.claims;
+      std::vector<double> values;
+      for (const auto& id : claim.rows) {
+        const Prediction& p = *by_id.at(id);
+        if (!p.ok || !p.refused.empty()) {
+          c.refused = fmt::format("row {}: {}", id, p.refused);
+          break;
+        }
+        values.push_back(p.value[static_cast<std::size_t>(claim.metric)]);
+      }
+      if (!c.refused.empty()) {
+        ++sum.claims_refused;
+      } else if (claim.kind == Claim::Kind::kRatio) {
+        c.measured = claim.measured;
+        c.predicted = values[0] / values[1];
+        c.error = (c.predicted - c.measured) / c.measured;
+      } else {
+        c.measured_order = claim.rows;
+        std::vector<std::size_t> idx(values.size());
+        for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+        const bool up = higher_is_better(claim.metric);
+        std::stable_sort(idx.begin(), idx.end(),
+                         [&](std::size_t a, std::size_t b) { return up ? values[a] > values[b] : values[a] < values[b]; });
+        for (std::size_t i : idx) c.predicted_order.push_back(claim.rows[i]);
+        c.holds = c.predicted_order == c.measured_order;
+      }
+      report.claims.push_back(std::move(c));
+    }
+    report.sets.push_back(std::move(sum));
+  }
+  return report;
+}
+
+std::string render_validation(const ValidationReport& r, bool rows) {
+  std::string o;
+  if (rows) {
+    std::string set;
+    for (const auto& row : r.rows) {
+      if (row.set != set) {
+        set = row.set;
+        o += fmt::format("{}\n  {:<34} {:<18} {:>14} {:>14} {:>8}\n", set, "row", "metric", "measured", "predicted", "error");
+      }
+      if (!row.refused.empty()) {
+        o += fmt::format("  {:<34} {:<18} {:>14} {:>14} {:>8}  refused: {}\n", row.id, metric_key(row.metric),
+                         format_value(row.metric, row.measured), "-", "-", row.refused);
+      } else if (row.metric == Metric::kFits) {
+        o += fmt::format("  {:<34} {:<18} {:>14} {:>14} {:>8}\n", row.id, metric_key(row.metric),
+                         format_value(row.metric, row.measured), format_value(row.metric, row.predicted),
+                         row.error == 0.0 ? "agrees" : "WRONG");
+      } else {
+        o += fmt::format("  {:<34} {:<18} {:>14} {:>14} {:>8}\n", row.id, metric_key(row.metric),
+                         format_value(row.metric, row.measured), format_value(row.metric, row.predicted),
+                         signed_percent(row.error));
+      }
+    }
+    if (!r.claims.empty()) o += "\nclaims\n";
+    for (const auto& c : r.claims) {
+      if (!c.refused.empty()) {
+        o += fmt::format("  {:<12} {:<30} refused: {}\n", c.set, c.id, c.refused);
+      } else if (c.kind == Claim::Kind::kRatio) {
+        o += fmt::format("  {:<12} {:<30} {} ratio: measured {:.2f}x, predicted {:.2f}x ({})\n", c.set, c.id,
+                         metric_key(c.metric), c.measured, c.predicted, signed_percent(c.error));
+      } else {
+        std::string pred;
+        for (const auto& id : c.predicted_order) pred += (pred.empty() ? "" : " > ") + id;
+        o += fmt::format("  {:<12} {:<30} {} order {}: predicted {}\n", c.set, c.id, metric_key(c.metric),
+                         c.holds ? "holds" : "DIFFERS", pred);
+      }
+    }
+    o += "\n";
+  }
+  o += fmt::format("validation ({} engine): signed error = (predicted - measured) / measured\n", r.engine);
+  o += fmt::format("  {:<16} {:<6} {:>5} {:>8} {:>10} {:>9} {:>8} {:>17} {:>7} {:>8}\n", "set", "role", "rows", "refused",
+                   "mean|err|", "max|err|", "bias", "p10..p90", "memory", "claims");
+  for (const auto& s : r.sets) {
+    const std::string mem = s.fits_checks ? fmt::format("{}/{}", s.fits_checks - s.fits_wrong, s.fits_checks) : "-";
+    std::string claims = "-";
+    if (s.claims) {
+      int ok = 0;
+      for (const auto& c : r.claims) {
+        if (c.set != s.set || !c.refused.empty()) continue;
+        ok += c.kind == Claim::Kind::kOrder ? (c.holds ? 1 : 0) : (std::fabs(c.error) <= 0.25 ? 1 : 0);
+      }
+      claims = fmt::format("{}/{}", ok, s.claims);
+    }
+    if (s.compared == 0) {
+      o += fmt::format("  {:<16} {:<6} {:>5} {:>8} {:>10} {:>9} {:>8} {:>17} {:>7} {:>8}\n", s.set, s.role, 0, s.refused,
+                       "-", "-", "-", "-", mem, claims);
+      continue;
+    }
+    o += fmt::format("  {:<16} {:<6} {:>5} {:>8} {:>9.1f}% {:>8.1f}% {:>8} {:>17} {:>7} {:>8}\n", s.set, s.role,
+                     s.compared, s.refused, 100.0 * s.mean_abs, 100.0 * s.max_abs, signed_percent(s.bias),
+                     fmt::format("{}..{}", signed_percent(s.p10), signed_percent(s.p90)), mem, claims);
+  }
+  o += "  rows: numeric comparisons (row x metric); memory: fits/OOM verdicts that agree; claims: orderings that hold\n"
+       "  and ratios within 25% (see --rows)\n";
+  return o;
+}
+
+nlohmann::ordered_json validation_to_json(const ValidationReport& r) {
+  nlohmann::ordered_json j;
+  j["engine"] = r.engine;
+  j["sets"] = nlohmann::ordered_json::array();
+  for (const auto& s : r.sets) {
+    j["sets"].push_back({{"set", s.set}, {"role", s.role}, {"title", s.title}, {"compared", s.compared},
+                         {"refused", s.refused}, {"mean_abs_error", s.mean_abs}, {"max_abs_error", s.max_abs},
+                         {"bias", s.bias}, {"p10", s.p10}, {"p90", s.p90}, {"fits_checks", s.fits_checks},
+                         {"fits_wrong", s.fits_wrong}, {"claims", s.claims}, {"claims_refused", s.claims_refused}});
+  }
+  j["rows"] = nlohmann::ordered_json::array();
+  for (const auto& row : r.rows) {
+    nlohmann::ordered_json x = {{"set", row.set}, {"id", row.id}, {"metric", metric_key(row.metric)},
+                                {"measured", row.measured}};
+    if (row.refused.empty()) {
+      x["predicted"] = row.predicted;
+      x["error"] = row.error;
+    } else {
+      x["refused"] = row.refused;
+    }
+    x["covers"] = row.family;
+    x["cite"] = row.cite;
+    j["rows"].push_back(std::move(x));
+  }
+  j["claims"] = nlohmann::ordered_json::array();
+  for (const auto& c : r.claims) {
+    nlohmann::ordered_json x = {{"set", c.set}, {"id", c.id}, {"metric", metric_key(c.metric)}};
+    if (!c.refused.empty()) {
+      x["refused"] = c.refused;
+    } else if (c.kind == Claim::Kind::kRatio) {
+      x["measured_ratio"] = c.measured;
+      x["predicted_ratio"] = c.predicted;
+      x["error"] = c.error;
+    } else {
+      x["measured_order"] = c.measured_order;
+      x["predicted_order"] = c.predicted_order;
+      x["holds"] = c.holds;
+    }
+    x["cite"] = c.cite;
+    j["claims"].push_back(std::move(x));
+  }
+  return j;
+}
+
+std::string validation_to_csv(const ValidationReport& r) {
+  auto quote = [](const std::string& s) {
+    std::string q = "\"";
+    for (char ch : s) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+    return q + "\"";
+  };
+  std::string o = "set,id,metric,measured,predicted,error,covers,refused\n";
+  for (const auto& row : r.rows) {
+    o += fmt::format("{},{},{},{:.6g},{},{},{},{}\n", row.set, quote(row.id), metric_key(row.metric), row.measured,
+                     row.refused.empty() ? fmt::format("{:.6g}", row.predicted) : "",
+                     row.refused.empty() ? fmt::format("{:.6g}", row.error) : "", quote(row.family), quote(row.refused));
+  }
+  return o;
+}
+
+}  // namespace shardsim::validate

@@ -1,0 +1,96 @@
+#pragma once
+// Validation sets: published measurements of real training runs, each row a scenario (model, machine, plan)
+// with what was measured and where it was published. A set is one YAML file under validate/data/:
+//
+//   set: amsp-v2                      # id
+//   role: check                       # fit: may be used to choose model parameters; check: never
+//   title: ...   source: ...          # the publication (paper + table/section, or repository@commit:path)
+//   assumptions: [...]                # inputs the source does not state, decided once for the whole set
+//   base: {model: ..., cluster: ..., plan: ...}   # a scenario that every row changes
+//   rows:                             # inline rows: the keys they change, what was measured, where
+//     - {id: zero1-7b-8, keys: {model: llama-7b, plan.zero_stage: 1}, measured: {mfu: 0.63}, cite: "Sec. VI-B"}
+//   table:                            # or rows from a CSV file: column -> key path, or -> a measured metric
+//     {file: x.csv, id: "{row}", columns: {"# GPUs": devices, "iteration time (ms)": iteration_time_ms}}
+//   claims:                           # statements about several rows: ratios, orderings, out of memory
+//     - {id: ..., ratio: [row-a, row-b], metric: mfu, measured: 11.8, cite: ...}
+//     - {id: ..., order: [row-a, row-b, ...], metric: mfu, cite: ...}      # best first
+//
+// Metrics: iteration_time, mfu, hfu, tflops_per_gpu, hw_tflops_per_gpu, tokens_per_gpu_s, forward_time,
+// backward_time, step_time (phase spans of one iteration), memory (peak bytes per device) and fits (a run that
+// did or did not fit in memory). A row without measurements serves claims only.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/core/errors.hpp"
+#include "sim/scenario/scenario.hpp"
+
+namespace shardsim::validate {
+
+enum class Metric {
+  kIterationTime,
+  kMfu,
+  kHfu,
+  kTflopsPerGpu,
+  kHwTflopsPerGpu,
+  kTokensPerGpuPerS,
+  kForwardTime,
+  kBackwardTime,
+  kStepTime,
+  kMemory,
+  kFits,
+  kCount
+};
+
+/** @brief The metric's key in set files ("iteration_time"). */
+std::string_view metric_key(Metric m);
+/** @brief True for metrics that are durations (given with a unit in set files). */
+bool is_duration(Metric m);
+
+struct Measured {
+  Metric metric = Metric::kIterationTime;
+  double value = 0.0;  ///< seconds for durations; fractions for mfu/hfu; TFLOP/s; tokens/s; bytes; 1/0 for fits
+};
+
+struct Row {
+  std::string id;
+  std::string cite;
+  std::vector<Measured> measured;
+  core::SourceLocation where;
+  /// the row's scenario; empty when the model refused its inputs (then `refused` says why)
+  std::optional<scenario::Scenario> scenario;
+  std::string refused;
+};
+
+struct Claim {
+  enum class Kind { kRatio, kOrder };
+  std::string id;
+  std::string cite;
+  Kind kind = Kind::kRatio;
+  Metric metric = Metric::kMfu;
+  std::vector<std::string> rows;  ///< ratio: numerator, denominator; order: best first
+  double measured = 0.0;          ///< ratio only
+  core::SourceLocation where;
+};
+
+struct ValidationSet {
+  std::string id;
+  std::string role;  ///< "fit" or "check"
+  std::string title;
+  std::string source;
+  std::string file;
+  std::vector<std::string> assumptions;
+  std::vector<Row> rows;
+  std::vector<Claim> claims;
+};
+
+/** @brief Parses one set file's text (`file` names it; relative paths resolve against its folder). Rows whose
+ *  scenario the model refuses are kept with the reason; everything else that is wrong (unknown keys, a
+ *  measured value without its unit, a claim naming an unknown row) throws core::ConfigError. */
+ValidationSet parse_validation_set(const std::string& text, const std::string& file);
+/** @brief Reads a set file. */
+ValidationSet load_validation_set(const std::string& path);
+/** @brief The set files in `dir` (*.yaml), sorted by name. */
+std::vector<std::string> validation_set_files(const std::string& dir);
+
+}  // namespace shardsim::validate
