@@ -149,13 +149,14 @@ std::optional<std::string> model_parameter_unit(const std::string& name) {
   return std::nullopt;
 }
 
-std::string format_parameter_value(double value, const std::string& unit) {
-  // Ten significant digits: a fitted value is known to far fewer, and the file stays readable.
-  if (unit == "B/s") return fmt::format("{:.10g}GB/s", value / 1e9);
-  if (unit == "s") return fmt::format("{:.10g}us", value * 1e6);
-  if (unit == "B") return fmt::format("{:.10g}GiB", value / core::kGiB);
+std::string format_parameter_value(double value, const std::string& unit, int digits) {
+  // Files keep ten significant digits (a fitted value is known to far fewer, and the file stays readable);
+  // tables show fewer.
+  if (unit == "B/s") return fmt::format("{:.{}g}GB/s", value / 1e9, digits);
+  if (unit == "s") return fmt::format("{:.{}g}us", value * 1e6, digits);
+  if (unit == "B") return fmt::format("{:.{}g}GiB", value / core::kGiB, digits);
   SHARDSIM_ASSERT(unit.empty(), "a model parameter in an unknown unit: " + unit);
-  return fmt::format("{:.10g}", value);
+  return fmt::format("{:.{}g}", value, digits);
 }
 
 }  // namespace shardsim::validate

@@ -36,6 +36,6 @@ std::vector<std::string> model_parameter_patterns();
 /** @brief The unit of `name` on any machine that has it (any level name fits "<level>"); nullopt if none can. */
 std::optional<std::string> model_parameter_unit(const std::string& name);
 /** @brief `value` as a calibration file spells it in `unit`: "0.55", "12.5GB/s", "3us", "1GiB". */
-std::string format_parameter_value(double value, const std::string& unit);
+std::string format_parameter_value(double value, const std::string& unit, int digits = 10);
 
 }  // namespace shardsim::validate

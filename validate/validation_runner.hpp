@@ -4,6 +4,7 @@
 // the model stands: count, mean and max |error|, bias (mean signed error), the 10th-90th percentile band.
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,7 +35,7 @@ struct ClaimResult {
   double error = 0.0;      ///< ratio: signed relative error
   std::vector<std::string> measured_order;   ///< order: as published
   std::vector<std::string> predicted_order;  ///< order: as predicted
-  bool holds = false;                         ///< order: the predicted order is the published one
+  bool holds = false;  ///< order: as published; ratio: within 25% and on the published side of 1
   std::string refused;
   std::string cite;
 };
@@ -67,9 +68,36 @@ struct ValidationReport {
  *  tensor/pipeline parallelism, CPU offload) whose error a validation set measures. */
 std::string coverage_key(const scenario::Scenario& s);
 
+/** @brief The model's value of `metric` for `s` on `engine`, or nullopt (with the reason in `why`) when it gives
+ *  none: the plan does not fit although it ran, or cannot be carried out. */
+std::optional<double> predict_metric(const scenario::Scenario& s, Metric metric, const std::string& engine,
+                                     std::string* why = nullptr);
+
 /** @brief Evaluates every row of `sets` on `engine` ("analytical" or "simgrid") with `threads` workers (0: one per
  *  core); results are in set and row order whatever the thread count. */
 ValidationReport run_validation(const std::vector<ValidationSet>& sets, const std::string& engine, int threads = 0);
+
+/** @brief How far a set's predictions of one kind of run were off, as iteration-time errors: a throughput
+ *  (MFU, TFLOPS, tokens/s) predicted x too high is a time predicted 1/x too short. */
+struct ErrorBand {
+  std::string set;
+  std::string role;
+  std::string covers;  ///< coverage_key of the rows
+  int runs = 0;
+  double p10 = 0.0;
+  double p90 = 0.0;
+  double bias = 0.0;  ///< mean
+};
+
+/** @brief One band per set and coverage key, from the report's numeric rows (memory rows excluded). */
+std::vector<ErrorBand> error_bands(const ValidationReport& r);
+/** @brief The bands as YAML (what `shardsim validate --write-bands` writes beside the sets). */
+std::string write_error_bands(const std::vector<ErrorBand>& bands);
+/** @brief Strict reader of write_error_bands' output. Throws core::ConfigError. */
+std::vector<ErrorBand> parse_error_bands(const std::string& text, const std::string& file);
+/** @brief What a prediction for `s` can claim: the bands of the sets that cover its machine and kind of plan
+ *  ("validated on vtrain-multi (check, 109 runs): iteration time -25%..+9% (p10..p90)"), or that none does. */
+std::string describe_validation(const scenario::Scenario& s, const std::vector<ErrorBand>& bands);
 
 /** @brief The per-set summary table; with `rows`, every row and claim before it. */
 std::string render_validation(const ValidationReport& r, bool rows);

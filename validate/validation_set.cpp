@@ -6,6 +6,7 @@
 #include <array>
 #include <filesystem>
 #include <set>
+#include <sstream>
 
 #include "sim/scenario/config_node.hpp"
 #include "sim/scenario/text_file.hpp"
@@ -78,14 +79,30 @@ void add_devices(std::vector<std::pair<std::string, ConfigNode>>& changes, const
   }
 }
 
+// Where a key path of the base ("base.plan.zero_stage") is written, if it is: a row's scenario is parsed from a copy
+// of the base that has lost the file's positions.
+std::optional<core::SourceLocation> locate(const ConfigNode& base, const std::string& key_path) {
+  const std::string prefix = base.path() + ".";
+  if (key_path.rfind(prefix, 0) != 0) return std::nullopt;
+  std::optional<ConfigNode> at = base;
+  std::stringstream parts(key_path.substr(prefix.size()));
+  for (std::string part; std::getline(parts, part, '.') && at;) {
+    if (!at->is_map()) return std::nullopt;
+    at = at->find(part.substr(0, part.find('[')));
+  }
+  if (!at) return std::nullopt;
+  return at->location();
+}
+
 // Builds a row's scenario; the model's refusal (a ConfigError from the scenario) is kept as the row's reason.
 void make_scenario(Row& row, const ConfigNode& base, const std::vector<std::pair<std::string, ConfigNode>>& changes) {
   try {
     row.scenario = scenario::parse_variant(base, changes);
     row.scenario->name = row.id;
   } catch (const core::ConfigError& e) {
+    const auto where = e.where().line <= 1 ? locate(base, e.key_path()) : std::nullopt;
     // Messages name files relative to the set's folder, so that reports read the same wherever the data lives.
-    row.refused = e.what();
+    row.refused = where ? core::ConfigError(*where, e.key_path(), e.expected()).what() : e.what();
     const std::string dir = std::filesystem::path(base.file()).parent_path().string();
     for (std::size_t at; !dir.empty() && (at = row.refused.find(dir + "/")) != std::string::npos;) {
       row.refused.erase(at, dir.size() + 1);
@@ -251,6 +268,10 @@ ValidationSet parse_validation_set(const std::string& text, const std::string& f
       std::vector<std::pair<std::string, ConfigNode>> changes;
       if (auto keys = r.find("keys")) {
         for (const auto& [key, v] : keys->entries()) {
+          const std::string section = key.substr(0, key.find('.'));
+          if (section != "model" && section != "cluster" && section != "plan" && key != "devices") {
+            v.fail("keys are model, cluster, plan, dotted paths under them (plan.zero_stage) or devices");
+          }
           if (key == "devices") {
             add_devices(changes, v, v.as_int(1, 1LL << 30), per_node);
           } else {

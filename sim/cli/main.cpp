@@ -3,6 +3,7 @@
 #include <boost/program_options.hpp>
 #include <fmt/format.h>
 
+#include <fstream>
 #include <iostream>
 #include <optional>
 #include <sstream>
@@ -23,6 +24,8 @@
 #include "sim/scenario/text_file.hpp"
 #include "sim/search/plan_search.hpp"
 #include "validate/calibration.hpp"
+#include "validate/model_parameters.hpp"
+#include "validate/run_fit.hpp"
 #include "validate/validation_runner.hpp"
 #include "validate/validation_set.hpp"
 #include "topology/cluster_presets.hpp"
@@ -93,6 +96,15 @@ void print_network(const scenario::Scenario& s, const scenario::Evaluation& ev) 
                            ev.run.network.peak_rss_mb, ev.run.network.flows);
 }
 
+// The validation sets' error bands (validate/error_bands.yaml), which a prediction quotes; none when the file is
+// not where the build put it.
+std::vector<validate::ErrorBand> load_error_bands() {
+  const std::string path = SHARDSIM_ERROR_BANDS;
+  std::ifstream probe(path);
+  if (!probe) return {};
+  return validate::parse_error_bands(scenario::read_text_file(path, "error bands"), path);
+}
+
 int cmd_run(const std::vector<std::string>& args) {
   po::options_description opts("shardsim run SCENARIO.yaml [options]\n\nEvaluates one scenario (or every variant of its "
                                "sweep) and prints a report.\n\noptions");
@@ -126,11 +138,15 @@ int cmd_run(const std::vector<std::string>& args) {
   if (vm.count("calibration")) {
     const std::string path = vm["calibration"].as<std::string>();
     const auto cal = validate::parse_calibration(scenario::read_text_file(path, "calibration file"), path);
-    for (auto& s : scenarios) validate::apply_calibration(cal, s.cluster);
+    for (auto& s : scenarios) {
+      validate::apply_calibration(cal, s.cluster);
+      validate::apply_parameters(cal, s);
+    }
   }
   if ((vm.count("trace") || vm.count("memory-csv")) && scenarios.size() != 1) {
     throw UsageError("--trace and --memory-csv take a scenario without a sweep: section");
   }
+  const auto bands = load_error_bands();
   std::vector<scenario::Evaluation> evals;
   evals.reserve(scenarios.size());
   for (auto& s : scenarios) {
@@ -142,9 +158,13 @@ int cmd_run(const std::vector<std::string>& args) {
     nlohmann::ordered_json j;
     if (scenarios.size() == 1) {
       j = report::to_json(scenarios[0], evals[0]);
+      j["validation"] = validate::describe_validation(scenarios[0], bands);
     } else {
       j = nlohmann::ordered_json::array();
-      for (std::size_t i = 0; i < scenarios.size(); ++i) j.push_back(report::to_json(scenarios[i], evals[i]));
+      for (std::size_t i = 0; i < scenarios.size(); ++i) {
+        j.push_back(report::to_json(scenarios[i], evals[i]));
+        j.back()["validation"] = validate::describe_validation(scenarios[i], bands);
+      }
     }
     report::write_file_atomic(vm["json"].as<std::string>(), j.dump(2) + "\n");
   }
@@ -152,9 +172,17 @@ int cmd_run(const std::vector<std::string>& args) {
   if (vm.count("memory-csv")) report::write_file_atomic(vm["memory-csv"].as<std::string>(), report::memory_csv(evals[0]));
   if (scenarios.size() == 1) {
     std::cout << report::render_table(scenarios[0], evals[0]);
+    std::cout << "\nvalidation  " << validate::describe_validation(scenarios[0], bands) << "\n";
     if (scenarios[0].engine == "simgrid") print_network(scenarios[0], evals[0]);
   } else {
     std::cout << report::render_sweep(scenarios, evals);
+    std::vector<std::string> seen;
+    for (const auto& v : scenarios) {
+      const std::string line = validate::describe_validation(v, bands);
+      if (std::find(seen.begin(), seen.end(), line) != seen.end()) continue;
+      std::cout << (seen.empty() ? "\nvalidation  " : "            ") << line << "\n";
+      seen.push_back(line);
+    }
     if (std::any_of(scenarios.begin(), scenarios.end(), [](const auto& v) { return v.engine == "simgrid"; })) {
       std::vector<scenario::Evaluation> analytical;
       for (auto v : scenarios) {
@@ -243,16 +271,102 @@ int cmd_search(const std::vector<std::string>& args) {
   return kOk;
 }
 
+// Loads the validation sets named by id (every set in `dir` when `names` is empty).
+std::vector<validate::ValidationSet> load_sets(const std::vector<std::string>& names, const std::string& dir) {
+  std::vector<validate::ValidationSet> all, out;
+  for (const auto& name : names) {
+    if (name.ends_with(".yaml") || name.ends_with(".yml")) {
+      out.push_back(validate::load_validation_set(name));
+      continue;
+    }
+    if (all.empty()) {
+      for (const auto& f : validate::validation_set_files(dir)) all.push_back(validate::load_validation_set(f));
+    }
+    auto it = std::find_if(all.begin(), all.end(), [&](const auto& s) { return s.id == name; });
+    if (it == all.end()) {
+      std::vector<std::string> ids;
+      for (const auto& s : all) ids.push_back(s.id);
+      throw UsageError(fmt::format("no validation set '{}' in {}; available: {}", name, dir, scenario::join(ids)));
+    }
+    out.push_back(*it);
+  }
+  if (names.empty()) {
+    for (const auto& f : validate::validation_set_files(dir)) out.push_back(validate::load_validation_set(f));
+  }
+  return out;
+}
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string part; std::getline(ss, part, ',');) {
+    if (!part.empty()) out.push_back(part);
+  }
+  return out;
+}
+
 int cmd_calibrate(const std::vector<std::string>& args) {
-  po::options_description opts("shardsim calibrate RESULTS.yaml [options]\n\nFits latency + size/bandwidth per copy path "
-                               "and kernel and GEMM efficiency against size to measurements (as shardsim-validate bench "
-                               "writes them), prints measured next to predicted, and writes a calibration file.\n\noptions");
-  opts.add_options()("help,h", "show this help")("results", po::value<std::string>(), "measurements YAML")(
-      "output,o", po::value<std::string>(), "write the calibration here (for shardsim run --calibration)");
+  po::options_description opts(
+      "shardsim calibrate RESULTS.yaml [options]\n"
+      "shardsim calibrate (--runs RUNS.csv | --set SET ...) --fit PARAM[,PARAM...] [options]\n\n"
+      "With RESULTS.yaml: fits latency + size/bandwidth per copy path and kernel and GEMM efficiency against size to "
+      "device measurements (as shardsim-validate bench writes them) and prints measured next to predicted.\n"
+      "With --runs or --set: fits the named model parameters to measured training runs by bounded least squares, "
+      "prints each value with its 1-sigma uncertainty and the error before and after on the fitted runs and on the "
+      "held-out ones (role check), which the fit never sees.\n"
+      "Either way -o writes a calibration file for shardsim run --calibration.\n\noptions");
+  opts.add_options()("help,h", "show this help")("results", po::value<std::string>(), "device measurements YAML")(
+      "runs", po::value<std::string>(), "measured runs CSV: scenario or row (SET/ROW), metric, measured[, id, role]")(
+      "set", po::value<std::vector<std::string>>()->multitoken(),
+      "validation sets whose rows are the runs (fit sets fitted, check sets held out)")(
+      "fit", po::value<std::string>(), "the parameters to fit, comma-separated (e.g. device.gemm_efficiency)")(
+      "data", po::value<std::string>()->default_value(SHARDSIM_VALIDATION_DATA), "folder of the validation sets")(
+      "engine", po::value<std::string>()->default_value("analytical"), "engine: analytical or simgrid")(
+      "threads", po::value<int>()->default_value(0), "worker threads (0: one per core)")(
+      "output,o", po::value<std::string>(), "write the calibration here (for shardsim run --calibration)")(
+      "parameters", po::value<std::string>(), "list the parameters a calibration may fit for this scenario's machine");
   const auto parsed = parse_command(args, opts, "results");
   if (!parsed) return kOk;
   const auto& vm = *parsed;
-  if (!vm.count("results")) throw UsageError("missing the results file (shardsim calibrate RESULTS.yaml)");
+  if (vm.count("parameters")) {
+    const auto scenarios = scenario::load_scenarios(vm["parameters"].as<std::string>());
+    const auto& s = scenarios.front();
+    std::cout << fmt::format("parameters of {} ({}):\n  {:<28} {:>12} {:>26}  {}\n", s.name, s.cluster.name, "name",
+                             "value", "range", "source");
+    for (const auto& p : validate::model_parameters(s)) {
+      std::cout << fmt::format("  {:<28} {:>12} {:>26}  {}{}\n", p.name, validate::format_parameter_value(p.get(s), p.unit, 4),
+                               validate::format_parameter_value(p.lower, p.unit, 4) + " .. " +
+                                   validate::format_parameter_value(p.upper, p.unit, 4),
+                               p.source, p.affects_time ? "" : " (memory only)");
+    }
+    return kOk;
+  }
+  const bool runs = vm.count("runs") || vm.count("set");
+  if (runs == (vm.count("results") > 0)) {
+    throw UsageError("give either the device results file or runs (--runs RUNS.csv or --set SET)");
+  }
+  if (runs) {
+    if (!vm.count("fit")) throw UsageError("--fit names the parameters to fit (e.g. --fit device.gemm_efficiency)");
+    const std::string engine = vm["engine"].as<std::string>();
+    if (engine != "analytical" && engine != "simgrid") {
+      throw UsageError(fmt::format("unknown engine '{}'; available: analytical, simgrid", engine));
+    }
+    const std::string dir = vm["data"].as<std::string>();
+    std::vector<validate::Observation> obs;
+    if (vm.count("runs")) obs = validate::load_runs(vm["runs"].as<std::string>(), dir);
+    if (vm.count("set")) {
+      for (const auto& set : load_sets(vm["set"].as<std::vector<std::string>>(), dir)) {
+        auto more = validate::observations_of(set);
+        obs.insert(obs.end(), more.begin(), more.end());
+      }
+    }
+    const auto fit = validate::fit_runs(obs, split_commas(vm["fit"].as<std::string>()), engine, vm["threads"].as<int>());
+    if (vm.count("output")) {
+      report::write_file_atomic(vm["output"].as<std::string>(), validate::write_calibration(validate::run_fit_calibration(fit)));
+    }
+    std::cout << validate::render_run_fit(fit);
+    return kOk;
+  }
   const std::string path = vm["results"].as<std::string>();
   const auto results = validate::parse_results(scenario::read_text_file(path, "results file"), path);
   const auto cal = validate::calibrate(results, path);
@@ -275,7 +389,9 @@ int cmd_validate(const std::vector<std::string>& args) {
       "rows", "print every row and claim, not only the per-set table")(
       "threads", po::value<int>()->default_value(0), "worker threads (0: one per core)")(
       "json", po::value<std::string>(), "also write rows, claims and summaries as JSON to this file")(
-      "csv", po::value<std::string>(), "also write one line per row and metric as CSV to this file");
+      "csv", po::value<std::string>(), "also write one line per row and metric as CSV to this file")(
+      "write-bands", po::value<std::string>(), "write the error bands that shardsim run quotes to this file "
+                                               "(validate/error_bands.yaml)");
   po::positional_options_description pos;
   pos.add("sets", -1);
   const auto vm = parse(args, opts, pos);
@@ -288,28 +404,7 @@ int cmd_validate(const std::vector<std::string>& args) {
     throw UsageError(fmt::format("unknown engine '{}'; available: analytical, simgrid", engine));
   }
   const std::string dir = vm["data"].as<std::string>();
-  std::vector<validate::ValidationSet> sets;
-  if (vm.count("sets")) {
-    std::vector<validate::ValidationSet> all;
-    for (const auto& name : vm["sets"].as<std::vector<std::string>>()) {
-      if (name.ends_with(".yaml") || name.ends_with(".yml")) {
-        sets.push_back(validate::load_validation_set(name));
-        continue;
-      }
-      if (all.empty()) {
-        for (const auto& f : validate::validation_set_files(dir)) all.push_back(validate::load_validation_set(f));
-      }
-      auto it = std::find_if(all.begin(), all.end(), [&](const auto& s) { return s.id == name; });
-      if (it == all.end()) {
-        std::vector<std::string> ids;
-        for (const auto& s : all) ids.push_back(s.id);
-        throw UsageError(fmt::format("no validation set '{}' in {}; available: {}", name, dir, scenario::join(ids)));
-      }
-      sets.push_back(*it);
-    }
-  } else {
-    for (const auto& f : validate::validation_set_files(dir)) sets.push_back(validate::load_validation_set(f));
-  }
+  auto sets = load_sets(vm.count("sets") ? vm["sets"].as<std::vector<std::string>>() : std::vector<std::string>{}, dir);
   if (vm.count("role")) {
     const std::string role = vm["role"].as<std::string>();
     if (role != "fit" && role != "check") throw UsageError(fmt::format("--role takes fit or check (got '{}')", role));
@@ -319,6 +414,9 @@ int cmd_validate(const std::vector<std::string>& args) {
   const auto report = validate::run_validation(sets, engine, vm["threads"].as<int>());
   if (vm.count("json")) report::write_file_atomic(vm["json"].as<std::string>(), validate::validation_to_json(report).dump(2) + "\n");
   if (vm.count("csv")) report::write_file_atomic(vm["csv"].as<std::string>(), validate::validation_to_csv(report));
+  if (vm.count("write-bands")) {
+    report::write_file_atomic(vm["write-bands"].as<std::string>(), validate::write_error_bands(validate::error_bands(report)));
+  }
   std::cout << validate::render_validation(report, vm.count("rows") > 0);
   return kOk;
 }

@@ -1,0 +1,242 @@
+// `shardsim validate` and `shardsim calibrate --runs` end to end: every shipped validation set runs and no row that
+// ran is refused; what the seed papers claim is checked against the model (within tolerance, or a known miss
+// pinned at its current figure so that any move is seen); the error bands that `run` quotes are current;
+// outputs are deterministic; bad sets exit with 2 and name the line; a fit through the CLI recovers the value
+// the runs were made with.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <iomanip>
+#include <sstream>
+#include <map>
+#include <string>
+
+#include "tests/cli/cli_support.hpp"
+
+namespace {
+
+using namespace shardsim::test;
+
+Outcome run(const std::string& args, bool with_stderr = true) { return run_shardsim(args, with_stderr); }
+
+nlohmann::json validate_json(const std::string& args) {
+  const fs::path d = temp_dir("validate-cli");
+  const fs::path out = d / "v.json";
+  const Outcome r = run("validate " + args + " --json '" + out.string() + "'");
+  EXPECT_EQ(r.code, 0) << r.out;
+  auto j = nlohmann::json::parse(read(out));
+  fs::remove_all(d);
+  return j;
+}
+
+TEST(Validate, EveryShippedSetRunsAndNoRowThatRanIsRefused) {
+  const auto j = validate_json("");
+  // Rows per set as shipped; a row the model starts refusing (a crash, an input that used to run) fails here.
+  const std::map<std::string, int> compared = {{"vtrain-single", 1440}, {"vtrain-multi", 109}, {"amsp-v2", 34},
+                                               {"offload-polaris", 34}, {"seed-ratios", 0}};
+  for (const auto& s : j["sets"]) {
+    const std::string id = s["set"];
+    ASSERT_TRUE(compared.count(id)) << "new set " << id << ": add it here";
+    EXPECT_EQ(s["compared"].get<int>(), compared.at(id)) << id;
+    EXPECT_EQ(s["refused"].get<int>(), 0) << id;
+    EXPECT_EQ(s["claims_refused"].get<int>(), 0) << id;
+  }
+  EXPECT_EQ(j["sets"].size(), compared.size());
+  for (const auto& row : j["rows"]) EXPECT_FALSE(row.contains("refused")) << row.dump();
+}
+
+// What the seed papers say, next to what the model predicts. A claim either holds (a ratio within 25% and on the
+// published side of 1; an ordering as published) or is a known miss, pinned at the model's current figure: the
+// next model changes must move these deliberately (and move them to "holds").
+TEST(Validate, PaperClaims) {
+  struct Expect {
+    bool holds;
+    double figure;  // known miss: the predicted ratio today (orders: unused)
+  };
+  const std::map<std::string, Expect> expect = {
+      // AMSP v2 (arXiv 2311.00257): ZeRO-3 collapses from 47% to 4% MFU; AMSP 1.46-1.58x MiCS at 1,024 GPUs.
+      {"zero3-13b-8-to-1024", {false, 0.979}},
+      {"amsp-over-mics-7b", {false, 0.945}},
+      {"amsp-over-mics-13b", {false, 0.991}},
+      {"amsp-over-mics-30b", {false, 0.924}},
+      {"amsp-over-zeropp-13b", {false, 0.971}},
+      {"overlap-13b-m1", {true, 0}},
+      {"overlap-30b-m1", {true, 0}},
+      {"rank-7b-1024", {false, 0}},
+      {"rank-13b-1024", {false, 0}},
+      {"amsp-v1-scaling-13b", {true, 0}},
+      // Frontier (arXiv 2501.04266): ZeRO++ 1.405x ZeRO-3, the 3-level scheme 1.71x ZeRO++, efficiency 0.94.
+      {"frontier-zeropp-over-zero3", {false, 1.003}},
+      {"frontier-3level-over-zeropp", {false, 1.000}},
+      {"frontier-3level-scaling", {true, 0}},
+      // Lassen (arXiv 2409.02423): naive compression +22.5%, hybrid +17.3% TFLOPS/GPU.
+      {"lassen-naive-over-baseline", {false, 0.988}},
+      {"lassen-hybrid-over-baseline", {false, 0.980}},
+  };
+  const auto j = validate_json("amsp-v2 seed-ratios");
+  int seen = 0;
+  for (const auto& c : j["claims"]) {
+    const std::string id = c["id"];
+    ASSERT_TRUE(expect.count(id)) << "new claim " << id << ": add it here";
+    ++seen;
+    const Expect& e = expect.at(id);
+    const bool holds = c["holds"].get<bool>();
+    if (e.holds) {
+      EXPECT_TRUE(holds) << id << " no longer holds: " << c.dump();
+    } else if (holds) {
+      ADD_FAILURE() << id << " holds now: mark it so here (" << c.dump() << ")";
+    } else if (c.contains("predicted_ratio")) {
+      EXPECT_NEAR(c["predicted_ratio"].get<double>(), e.figure, 0.02 * e.figure)
+          << id << " (a known miss, measured " << c["measured_ratio"] << ") moved: update its figure here";
+    }
+  }
+  EXPECT_EQ(seen, static_cast<int>(expect.size()));
+}
+
+TEST(Validate, ErrorBandsThatRunQuotesAreCurrent) {
+  const fs::path d = temp_dir("validate-bands");
+  const Outcome r = run("validate --write-bands '" + (d / "bands.yaml").string() + "'");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(read(d / "bands.yaml"), read(kSource / "validate" / "error_bands.yaml"))
+      << "the model's errors changed: rerun `shardsim validate --write-bands validate/error_bands.yaml`";
+  fs::remove_all(d);
+  const Outcome a100 = run("run scenarios/dgx_llama13b_stages.yaml");
+  EXPECT_NE(a100.out.find("validation  unvalidated: no validation set covers dgx-h100"), std::string::npos) << a100.out;
+}
+
+TEST(Validate, OutputsAreDeterministicWhateverTheThreads) {
+  const fs::path d = temp_dir("validate-det");
+  const Outcome one = run("validate amsp-v2 vtrain-multi --rows --threads 1 --csv '" + (d / "a.csv").string() + "'");
+  const Outcome two = run("validate amsp-v2 vtrain-multi --rows --threads 2 --csv '" + (d / "b.csv").string() + "'");
+  ASSERT_EQ(one.code, 0) << one.out;
+  EXPECT_EQ(one.out, two.out);
+  EXPECT_EQ(read(d / "a.csv"), read(d / "b.csv"));
+  EXPECT_EQ(read(d / "a.csv").rfind("set,id,metric,measured,predicted,error,covers,refused\n", 0), 0u);
+  EXPECT_NE(one.out.find("zero3-13b-1024"), std::string::npos);
+  fs::remove_all(d);
+}
+
+// A small set of our own: inline rows, a CSV table, a refused row, claims.
+fs::path write_set(const fs::path& d, const std::string& extra_row = "") {
+  std::ofstream(d / "runs.csv") << "gpus,mb,time (ms)\n8,1,5000\n16,2,\"9000\"\n";
+  const fs::path f = d / "mine.yaml";
+  std::ofstream(f) << "set: mine\nrole: check\ntitle: t\nsource: s\n"
+                      "base:\n  model: llama2-7b\n  cluster: {preset: dgx-h100, nodes: 1}\n"
+                      "  plan: {zero_stage: 3, micro_batch: 1, global_batch: 64, recompute: full}\n"
+                      "rows:\n"
+                      "  - {id: a, keys: {devices: 8}, measured: {iteration_time: 2s, mfu: 0.5}, cite: c}\n"
+                      "  - {id: b, keys: {devices: 16, plan.zero_stage: 1}, measured: {iteration_time: 1s}, cite: c}\n"
+                      "  - {id: refused, keys: {plan: {pp: 2}}, measured: {iteration_time: 1s}, cite: c}\n"
+                   << extra_row
+                   << "table:\n  file: runs.csv\n  id: \"t{row}\"\n  cite: csv\n"
+                      "  columns: {gpus: devices, mb: plan.micro_batch, \"time (ms)\": {measured: iteration_time, unit: ms}}\n"
+                      "claims:\n  - {id: ab, ratio: [a, b], metric: iteration_time, measured: 2.0, cite: c}\n"
+                      "  - {id: order, order: [b, a], metric: iteration_time, cite: c}\n";
+  return f;
+}
+
+TEST(Validate, ASetOfOurOwnRowsTableAndRefusal) {
+  const fs::path d = temp_dir("validate-own");
+  const fs::path f = write_set(d);
+  const Outcome r = run("validate '" + f.string() + "' --rows");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("  t2 "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("refused: mine.yaml:"), std::string::npos) << r.out;  // named relative to the set's folder
+  EXPECT_NE(r.out.find("pipeline parallelism runs with DDP or ZeRO-1 only"), std::string::npos) << r.out;
+  // The table's predictions are those of `shardsim run` for the same scenario.
+  const auto j = validate_json("'" + f.string() + "'");
+  EXPECT_EQ(j["sets"][0]["compared"].get<int>(), 5);
+  EXPECT_EQ(j["sets"][0]["refused"].get<int>(), 1);
+  std::ofstream(d / "a.yaml") << "model: llama2-7b\ncluster: {preset: dgx-h100, nodes: 1}\n"
+                                 "plan: {zero_stage: 3, micro_batch: 1, global_batch: 64, recompute: full}\n";
+  ASSERT_EQ(run("run '" + (d / "a.yaml").string() + "' --json '" + (d / "a.json").string() + "'").code, 0);
+  const auto ja = nlohmann::json::parse(read(d / "a.json"));
+  EXPECT_DOUBLE_EQ(j["rows"][0]["predicted"].get<double>(), ja["performance"]["iteration_time_s"].get<double>());
+  EXPECT_DOUBLE_EQ(j["rows"][0]["error"].get<double>(), (ja["performance"]["iteration_time_s"].get<double>() - 2.0) / 2.0);
+  fs::remove_all(d);
+}
+
+TEST(Validate, BadSetsExitWithTwoAndNameTheLine) {
+  const fs::path d = temp_dir("validate-bad");
+  struct Case {
+    std::string row;
+    std::string message;
+  };
+  const Case cases[] = {
+      {"  - {id: x, measured: {iteration_time: 2}, cite: c}\n", "mine.yaml:13:"},                       // no unit
+      {"  - {id: x, measured: {iteration_tme: 2s}, cite: c}\n", "did you mean 'iteration_time'"},      // misspelt
+      {"  - {id: a, measured: {mfu: 0.4}, cite: c}\n", "row ids used once"},                            // repeated id
+      {"  - {id: x, cite: c}\n", "a measured value for row 'x'"},                                       // nothing measured
+      {"  - {id: x, keys: {devices: 12}, measured: {mfu: 0.4}, cite: c}\n", "whole nodes of 8 devices"},  // 1.5 nodes
+      {"  - {id: x, keys: {frobnicate: 1}, measured: {mfu: 0.4}, cite: c}\n", "keys are model, cluster, plan"},
+  };
+  for (const auto& c : cases) {
+    const Outcome r = run("validate '" + write_set(d, c.row).string() + "'");
+    EXPECT_EQ(r.code, 2) << c.row << r.out;
+    EXPECT_NE(r.out.find(c.message), std::string::npos) << c.row << r.out;
+  }
+  std::ofstream(d / "runs.csv") << "gpus,mb\n8,1\n";
+  EXPECT_EQ(run("validate '" + (d / "mine.yaml").string() + "'").code, 2);  // the table's columns changed
+  EXPECT_EQ(run("validate no-such-set").code, 2);
+  EXPECT_EQ(run("validate --role maybe").code, 2);
+  fs::remove_all(d);
+}
+
+// The Done-when of the calibration: runs made with a known GEMM efficiency, fitted through the CLI from the
+// preset's default, give that efficiency back, and `run --calibration` then reproduces the runs.
+TEST(Calibrate, RunsRecoverTheParameterTheyWereMadeWith) {
+  const fs::path d = temp_dir("calibrate-runs");
+  std::ofstream(d / "truth.yaml") << "parameters:\n  device.gemm_efficiency: 0.55\n  device.memory_efficiency: 0.7\n";
+  std::string csv = "scenario,metric,measured,role\n";
+  int k = 0;
+  for (const char* plan : {"{zero_stage: 3, micro_batch: 1, global_batch: 64, recompute: full}", "{zero_stage: 1, micro_batch: 2, global_batch: 64, recompute: full}",
+                           "{zero_stage: 3, micro_batch: 4, global_batch: 128, recompute: full}",
+                           "{zero_stage: 2, micro_batch: 1, global_batch: 32, recompute: full}"}) {
+    std::string name = "s";
+    name += std::to_string(k++);
+    name += ".yaml";
+    std::ofstream(d / name) << "model: llama2-7b\ncluster: {preset: dgx-h100, nodes: 2}\nplan: " << plan << "\n";
+    const fs::path json = d / (name + ".json");
+    const Outcome r = run("run '" + (d / name).string() + "' --calibration '" + (d / "truth.yaml").string() +
+                          "' --json '" + json.string() + "'");
+    ASSERT_EQ(r.code, 0) << r.out;
+    const double t = nlohmann::json::parse(read(json))["performance"]["iteration_time_s"].get<double>();
+    std::ostringstream line;
+    line << name << ",iteration_time," << std::setprecision(17) << t << "s," << (k == 4 ? "check" : "fit") << "\n";
+    csv += line.str();
+  }
+  std::ofstream(d / "runs.csv") << csv;
+  const fs::path cal = d / "cal.yaml";
+  const Outcome fit = run("calibrate --runs '" + (d / "runs.csv").string() +
+                          "' --fit device.gemm_efficiency,device.memory_efficiency -o '" + cal.string() + "'");
+  ASSERT_EQ(fit.code, 0) << fit.out;
+  EXPECT_NE(fit.out.find("0.55 (+-"), std::string::npos) << fit.out;
+  EXPECT_NE(fit.out.find("0.7 (+-"), std::string::npos) << fit.out;
+  EXPECT_NE(fit.out.find("held-out (check) runs      1 runs"), std::string::npos) << fit.out;
+  EXPECT_NE(fit.out.find("->   0.0%"), std::string::npos) << fit.out;
+  // The written calibration reproduces the runs.
+  const Outcome again = run("run '" + (d / "s0.yaml").string() + "' --calibration '" + cal.string() + "'");
+  const Outcome truth = run("run '" + (d / "s0.yaml").string() + "' --calibration '" + (d / "truth.yaml").string() + "'");
+  EXPECT_EQ(again.out, truth.out);
+  // Bad input: an unknown parameter, a measurement without its unit.
+  const Outcome unknown = run("calibrate --runs '" + (d / "runs.csv").string() + "' --fit device.gemm_eficiency");
+  EXPECT_EQ(unknown.code, 2);
+  EXPECT_NE(unknown.out.find("did you mean 'device.gemm_efficiency'"), std::string::npos) << unknown.out;
+  std::ofstream(d / "bad.csv") << "scenario,metric,measured\ns0.yaml,iteration_time,3.5\n";
+  const Outcome bad = run("calibrate --runs '" + (d / "bad.csv").string() + "' --fit device.gemm_efficiency");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.out.find("bad.csv:2:1: measured:"), std::string::npos) << bad.out;
+  fs::remove_all(d);
+}
+
+TEST(Calibrate, FitsTheA100OnVtrainsFitRowsAndReportsTheHeldOutSet) {
+  const Outcome r = run("calibrate --set vtrain-single vtrain-multi --fit device.gemm_efficiency");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("fitted runs             1440 runs"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("held-out (check) runs    109 runs"), std::string::npos) << r.out;
+}
+
+}  // namespace

@@ -1,0 +1,56 @@
+#pragma once
+// Fitting model parameters to measured runs (`shardsim calibrate --runs / --set`): each observation is a scenario
+// with one measured metric; the chosen parameters of model_parameters.hpp are fitted by bounded least squares
+// on the observations marked fit, and the error before and after is reported on those and on the held-out
+// (check) observations, which the fit never sees.
+#include <string>
+#include <vector>
+
+#include "validate/calibration.hpp"
+#include "validate/least_squares.hpp"
+#include "validate/validation_set.hpp"
+
+namespace shardsim::validate {
+
+struct Observation {
+  std::string id;  ///< "set/row" or "runs.csv:line"
+  scenario::Scenario scenario;
+  Metric metric = Metric::kIterationTime;
+  double measured = 0.0;
+  bool held_out = false;  ///< a check observation: its error is reported, it is never fitted
+};
+
+/** @brief Observations from a runs CSV with columns `scenario` (a scenario file without sweep, relative to the CSV)
+ *  or `row` (SET/ROW of the validation sets in `data_dir`), `metric`, `measured` (durations and memory with
+ *  their unit: "3.5s", "16GB"), and optionally `id` and `role` (fit or check; default fit). Throws
+ *  core::ConfigError naming the file, line and column. */
+std::vector<Observation> load_runs(const std::string& path, const std::string& data_dir);
+/** @brief Every numeric row x metric of `set` that the model does not refuse: fitted when the set's role is fit,
+ *  held out when it is check. */
+std::vector<Observation> observations_of(const ValidationSet& set);
+
+struct ErrorStats {
+  int count = 0;
+  int refused = 0;
+  double mean_abs = 0.0;
+  double bias = 0.0;
+};
+
+struct RunFit {
+  std::vector<std::string> names, units, sources;
+  std::vector<double> initial, lower, upper;
+  FitResult fit;
+  ErrorStats fit_before, fit_after, check_before, check_after;
+};
+
+/** @brief Fits `names` on the fit observations (residual: log(predicted / measured), so that 2x too slow and 2x
+ *  too fast weigh the same) with `threads` workers (0: one per core). Throws core::ConfigError when a name is
+ *  no parameter of the observations' machines, or when there are fewer fit observations than parameters. */
+RunFit fit_runs(const std::vector<Observation>& observations, const std::vector<std::string>& names,
+                const std::string& engine, int threads = 0);
+/** @brief The fitted values, their uncertainty and the errors before and after, as a table. */
+std::string render_run_fit(const RunFit& f);
+/** @brief A calibration file's content with the fitted parameters. */
+Calibration run_fit_calibration(const RunFit& f);
+
+}  // namespace shardsim::validate
