@@ -122,7 +122,17 @@ core::ClusterSpec make_dgx_h100() {
   return c;
 }
 
-// The A100 family. NVIDIA A100 datasheet (A1): dense BF16/FP16 tensor 312 TFLOP/s, FP32 19.5 TFLOP/s, 80 GB HBM2e
+// The A100 family. Sources:
+//   A1 = NVIDIA A100 Tensor Core GPU datasheet (nvidia.com, a100 datasheet r4), as transcribed by third parties;
+//        NVIDIA's "Introducing NVIDIA HGX A100" developer blog (12 NVLink3 ports per GPU, 600 GB/s).
+//   A2 = NVIDIA's A800 announcement (Nov 2022, reported by Reuters): the A100 with NVLink at 400 GB/s.
+//   D1 = NVIDIA's MLPerf Training system descriptions of DGX A100 (mlcommons/training_results_v1.0@8200377f,
+//        NVIDIA/systems/dgxa100_n32_ngc21.05_pytorch.json): 8 x A100-SXM4-80GB, NVSwitch 600 GB/s,
+//        2 x EPYC 7742, 2 TB, 8 x ConnectX-6 HDR 200 Gb/s for compute.
+//   P1 = ALCF Polaris machine overview (argonne-lcf/user-guides@7d04a3f9, docs/polaris/index.md): 560 nodes,
+//        1 x EPYC 7543P, 512 GB DDR4 (8 channels), 4 x A100-SXM4-40GB with NV4 links between every pair,
+//        2 x Slingshot-11 adapters.
+// NVIDIA A100 datasheet (A1): dense BF16/FP16 tensor 312 TFLOP/s, FP32 19.5 TFLOP/s, 80 GB HBM2e
 // at 2,039 GB/s (40 GB: 1,555 GB/s), NVLink3 600 GB/s bidirectional per GPU (12 links of 25 GB/s per direction),
 // PCIe Gen4 x16 (32 GB/s per direction). A800 = A100 with NVLink cut to 400 GB/s bidirectional (A2: NVIDIA A800
 // datasheet).

@@ -369,15 +369,15 @@ std::string render_validation(const ValidationReport& r, bool rows) {
     if (!r.claims.empty()) o += "\nclaims\n";
     for (const auto& c : r.claims) {
       if (!c.refused.empty()) {
-        o += fmt::format("  {:<12} {:<30} refused: {}\n", c.set, c.id, c.refused);
+        o += fmt::format("  {:<16} {:<30} refused: {}\n", c.set, c.id, c.refused);
       } else if (c.kind == Claim::Kind::kRatio) {
-        o += fmt::format("  {:<12} {:<30} {} ratio: measured {:.2f}x, predicted {:.2f}x ({}) {}\n", c.set, c.id,
+        o += fmt::format("  {:<16} {:<30} {} ratio: measured {:.2f}x, predicted {:.2f}x ({}) {}\n", c.set, c.id,
                          metric_key(c.metric), c.measured, c.predicted, signed_percent(c.error),
                          c.holds ? "holds" : "FAILS");
       } else {
         std::string pred;
         for (const auto& id : c.predicted_order) pred += (pred.empty() ? "" : " > ") + id;
-        o += fmt::format("  {:<12} {:<30} {} order {}: predicted {}\n", c.set, c.id, metric_key(c.metric),
+        o += fmt::format("  {:<16} {:<30} {} order {}: predicted {}\n", c.set, c.id, metric_key(c.metric),
                          c.holds ? "holds" : "DIFFERS", pred);
       }
     }
