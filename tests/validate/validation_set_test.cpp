@@ -1,0 +1,165 @@
+// The validation-set reader and runner as a library: CSV cells with their lines, rows from inline keys and from
+// a table (devices as whole nodes or part of one, scaled columns), the model's refusals kept with their reason,
+// predictions equal to evaluate()'s, error statistics, claims and error bands.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "sim/scenario/evaluate.hpp"
+#include "validate/csv_table.hpp"
+#include "validate/validation_runner.hpp"
+#include "validate/validation_set.hpp"
+
+namespace {
+
+using namespace shardsim;
+using validate::CsvTable;
+using validate::Metric;
+
+TEST(CsvTable, CellsHeaderAndLines) {
+  const auto t = CsvTable::parse("\xEF\xBB\xBF" "a, b ,c\n1,\"x, y\",3\n\n4,\"multi\nline\",6\n", "t.csv");
+  ASSERT_EQ(t.columns().size(), 3u);
+  EXPECT_EQ(t.columns()[1], "b");
+  ASSERT_EQ(t.rows(), 2u);
+  EXPECT_EQ(t.cell(0, 1), "x, y");
+  EXPECT_EQ(t.line(0), 2);
+  EXPECT_EQ(t.line(1), 4);
+  EXPECT_EQ(t.cell(1, 1), "multi\nline");
+  EXPECT_DOUBLE_EQ(t.number(1, 2), 6.0);
+  EXPECT_EQ(*t.column("c"), 2u);
+  EXPECT_FALSE(t.column("d"));
+}
+
+TEST(CsvTable, ErrorsNameFileLineAndColumn) {
+  auto message = [](const std::string& text) {
+    try {
+      const auto t = CsvTable::parse(text, "t.csv");
+      (void)t.number(0, 1);
+    } catch (const core::ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message("a,b\n1,2,3\n").find("t.csv:2:1"), std::string::npos);
+  EXPECT_NE(message("a,b\n1,2,3\n").find("2 cells as in the header (got 3)"), std::string::npos);
+  EXPECT_NE(message("a,b\n1,x\n").find("t.csv:2:1: b: a number (got 'x')"), std::string::npos) << message("a,b\n1,x\n");
+  EXPECT_NE(message("a,a\n1,2\n").find("column names used once"), std::string::npos);
+  EXPECT_NE(message("").find("a header row"), std::string::npos);
+  EXPECT_NE(message("a,b\n1,\"2\n").find("quoted cell is not closed"), std::string::npos);
+}
+
+struct TempDir {
+  std::filesystem::path path = std::filesystem::temp_directory_path() /
+                               ("shardsim-vset-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "-" +
+                                ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  TempDir() { std::filesystem::create_directories(path); }
+  ~TempDir() { std::filesystem::remove_all(path); }
+};
+
+const char* kSet =
+    "set: s\nrole: fit\ntitle: t\nsource: src\nassumptions: [one]\n"
+    "base:\n  model: {preset: llama2-7b, seq_len: 2048}\n  cluster: {preset: dgx-a100, nodes: 1}\n"
+    "  plan: {zero_stage: 1, micro_batch: 1, global_batch: 64, recompute: full}\n"
+    "rows:\n"
+    "  - {id: half-node, keys: {devices: 4}, measured: {iteration_time: 10s}, cite: c}\n"
+    "  - {id: two-nodes, keys: {devices: 16, plan.zero_stage: 3}, measured: {mfu: 0.5, memory: 20GB}, cite: c}\n"
+    "  - {id: no, keys: {plan.tp: 3}, measured: {iteration_time: 1s}, cite: c}\n"
+    "table:\n  file: t.csv\n  id: \"r{row}\"\n  cite: tab\n"
+    "  columns: {gpus: devices, h: [model.hidden, {key: model.ffn_hidden, scale: 3}], ms: {measured: iteration_time, unit: ms}}\n"
+    "claims:\n  - {id: ratio, ratio: [two-nodes, half-node], metric: mfu, measured: 1.0, cite: c}\n";
+
+TEST(ValidationSet, RowsFromKeysAndTable) {
+  TempDir d;
+  std::ofstream(d.path / "t.csv") << "gpus,h,ms\n8,2048,1500\n2,1024,800\n";
+  const auto set = validate::parse_validation_set(kSet, (d.path / "s.yaml").string());
+  EXPECT_EQ(set.id, "s");
+  EXPECT_EQ(set.role, "fit");
+  ASSERT_EQ(set.rows.size(), 5u);
+  const auto& half = *set.rows[0].scenario;
+  EXPECT_EQ(half.cluster.nodes, 1);
+  EXPECT_EQ(half.cluster.devices_per_node, 4);  // part of a DGX: the NVSwitch level shrinks to 4 GPUs
+  EXPECT_EQ(half.cluster.levels[0].domain_ranks, 4);
+  EXPECT_EQ(half.plan.dp, 4);
+  const auto& two = *set.rows[1].scenario;
+  EXPECT_EQ(two.cluster.nodes, 2);
+  EXPECT_EQ(two.plan.zero_stage, 3);
+  ASSERT_EQ(set.rows[1].measured.size(), 2u);
+  EXPECT_DOUBLE_EQ(set.rows[1].measured[1].value, 20e9);
+  EXPECT_FALSE(set.rows[2].scenario);
+  EXPECT_NE(set.rows[2].refused.find("s.yaml:"), std::string::npos) << set.rows[2].refused;
+  EXPECT_EQ(set.rows[2].refused.find(d.path.string()), std::string::npos) << "named relative to the set";
+  const auto& r1 = *set.rows[3].scenario;
+  EXPECT_EQ(set.rows[3].id, "r1");
+  EXPECT_EQ(r1.model.hidden, 2048);
+  EXPECT_EQ(r1.model.ffn_hidden, 6144);
+  EXPECT_DOUBLE_EQ(set.rows[3].measured[0].value, 1.5);
+  EXPECT_EQ(set.rows[3].where.line, 2);
+  EXPECT_EQ(set.rows[4].scenario->cluster.devices_per_node, 2);
+}
+
+TEST(ValidationSet, RunnerMatchesEvaluateAndSummarises) {
+  TempDir d;
+  std::ofstream(d.path / "t.csv") << "gpus,h,ms\n8,2048,1500\n2,1024,800\n";
+  const auto set = validate::parse_validation_set(kSet, (d.path / "s.yaml").string());
+  const auto report = validate::run_validation({set}, "analytical", 2);
+  ASSERT_EQ(report.sets.size(), 1u);
+  const auto& sum = report.sets[0];
+  EXPECT_EQ(sum.refused, 1);  // the tp 3 row
+  EXPECT_EQ(sum.compared, 5);  // half-node, two-nodes x (mfu, memory), r1, r2
+  const auto ev = scenario::evaluate(*set.rows[0].scenario);
+  const auto& first = report.rows[0];
+  EXPECT_DOUBLE_EQ(first.predicted, ev.run.iteration_time.value());
+  EXPECT_DOUBLE_EQ(first.error, (ev.run.iteration_time.value() - 10.0) / 10.0);
+  EXPECT_EQ(first.family, "dgx-a100 / data parallel (ddp/zero)");
+  double mean_abs = 0.0, bias = 0.0;
+  int n = 0;
+  for (const auto& r : report.rows) {
+    if (!r.refused.empty()) continue;
+    mean_abs += std::fabs(r.error);
+    bias += r.error;
+    ++n;
+  }
+  EXPECT_NEAR(sum.mean_abs, mean_abs / n, 1e-12);
+  EXPECT_NEAR(sum.bias, bias / n, 1e-12);
+  ASSERT_EQ(report.claims.size(), 1u);
+  const auto ev2 = scenario::evaluate(*set.rows[1].scenario);
+  EXPECT_NEAR(report.claims[0].predicted, ev2.mfu / ev.mfu, 1e-12);
+  // Bands: throughput errors become time errors (a throughput x too high is a time 1/x too short).
+  const auto bands = validate::error_bands(report);
+  ASSERT_FALSE(bands.empty());
+  const auto round = validate::parse_error_bands(validate::write_error_bands(bands), "b.yaml");
+  ASSERT_EQ(round.size(), bands.size());
+  EXPECT_EQ(round[0].covers, bands[0].covers);
+  EXPECT_NEAR(round[0].p90, bands[0].p90, 1e-4);
+  EXPECT_NE(validate::describe_validation(*set.rows[0].scenario, bands).find("validated on s (fit"), std::string::npos);
+  // Whatever the thread count, the same report.
+  EXPECT_EQ(validate::validation_to_json(validate::run_validation({set}, "analytical", 1)).dump(),
+            validate::validation_to_json(report).dump());
+}
+
+TEST(ValidationSet, StructuralErrorsAreTheFilesErrors) {
+  TempDir d;
+  std::ofstream(d.path / "t.csv") << "gpus,h,ms\n8,2048,1500\n";
+  auto message = [&](const std::string& from, const std::string& to) {
+    std::string text = kSet;
+    text.replace(text.find(from), from.size(), to);
+    try {
+      (void)validate::parse_validation_set(text, (d.path / "s.yaml").string());
+    } catch (const core::ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message("role: fit", "role: train").find("s.yaml:2:7: role:"), std::string::npos);
+  EXPECT_NE(message("ratio: [two-nodes, half-node]", "ratio: [two-node, half-node]").find("did you mean 'two-nodes'"),
+            std::string::npos);
+  EXPECT_NE(message("{measured: iteration_time, unit: ms}", "{measured: iteration_time}").find("unit"), std::string::npos);
+  EXPECT_NE(message("gpus: devices, ", "").find("'gpus' is not"), std::string::npos);
+  EXPECT_NE(message("preset: llama2-7b", "preset: llama2-8b").find("base.model.preset"), std::string::npos);
+  std::ofstream(d.path / "t.csv") << "gpus,h,ms\n8,2048,fast\n";
+  EXPECT_NE(message("role: fit", "role: fit").find("t.csv:2:1: ms: a number (got 'fast')"), std::string::npos);
+}
+
+}  // namespace
