@@ -46,6 +46,9 @@ void lower_optimizer_step(graph::TaskGraph& g, const StepLowering& step) {
     const TaskId cpu = g.add_host_compute(step.role, graph::Stream::kHostCpu, Purpose::kOffload,
                                           core::Bytes(step.host_optimizer_bytes));
     after_reductions(cpu);
+    // DeepSpeed runs CPU Adam inside step(), after backward() has returned (no delayed update by default); the
+    // GPU's share of a partial offload (Twin-Flow) runs beside it.
+    if (step.backward_end) g.add_dep(cpu, *step.backward_end);
     upload = g.add_copy(step.role, graph::Stream::kHostToDevice, Purpose::kOffload, core::Bytes(step.upload_bytes),
                         -1, -1);
     g.add_dep(*upload, cpu);

@@ -36,6 +36,7 @@ void apply_compression(graph::TaskGraph& g, const core::PlanSpec& plan);
 struct StepLowering {
   std::uint16_t role = 0;
   std::vector<graph::TaskId> reductions;     ///< the step waits for all of them
+  std::optional<graph::TaskId> backward_end; ///< the last backward compute (the step runs after backward)
   std::optional<std::uint16_t> norm_group;   ///< set when the gradient norm needs a reduction
   core::Bytes optimizer_bytes;               ///< memory traffic of the Adam step on this rank's shard
   std::optional<std::uint16_t> gather_group; ///< set when updated parameters must be gathered

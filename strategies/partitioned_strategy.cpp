@@ -231,7 +231,8 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
       add_tp(u, mb, c.tp_allreduces);
     }
 
-    const bool reduce_now = n > 1 && (sh.grads > 1 || mb == micros - 1);
+    // With optimizer offload even a single rank's gradients leave by bucket: to the host, for CPU Adam.
+    const bool reduce_now = (n > 1 || plan.offload.optimizer) && (sh.grads > 1 || mb == micros - 1);
     for (int u = units - 1; u >= 0; --u) {
       const UnitCost& c = costs.units[static_cast<std::size_t>(u)];
       TaskId ready = 0;
@@ -272,6 +273,7 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
   StepLowering step;
   step.role = role;
   step.reductions = buckets.reductions();
+  step.backward_end = bwd_compute[0];  // unit 0 is the last backward of the last micro-batch
   if (sh.optimizer > 1) step.norm_group = dp_group;
   const double shard = costs.params_per_rank / sh.optimizer;
   step.optimizer_bytes = optimizer_step_bytes(model, shard * (plan.offload.optimizer ? 1.0 - plan.offload.ratio : 1.0));

@@ -200,6 +200,34 @@ TEST(Offload, MovesTheOptimizerToTheHostAndFourPsiOverPcie) {
   EXPECT_EQ(describe_partition(c.plan), "zero-2 + offload");
 }
 
+// ZeRO-Offload's own case, a large model on one GPU: the gradients still leave by bucket during backward, and CPU
+// Adam runs after backward (DeepSpeed's step(); no delayed update), however short the backward is. (The
+// offload-polaris validation set found CPU Adam starting with the forward pass on one rank.)
+TEST(Offload, OneRankCopiesGradientsAndStepsAfterBackward) {
+  Case c(1, 3, 2);
+  c.cluster = testing::flat(1);
+  c.plan.dp = 1;
+  c.plan.global_batch = 2;
+  c.resolve_zero();
+  c.plan.offload.optimizer = true;
+  const ModelCosts costs = compute_model_costs(c.model, c.plan);
+  graph::TaskGraph g;
+  PartitionedStrategy().lower(LoweringInput{c.model, c.cluster, c.plan, costs}, g);
+  engine::AnalyticalEngine eng(c.cluster, core::CollectiveAlgorithm::kAuto);
+  const auto r = eng.run(g);
+  double down = 0.0, backward_end = 0.0, cpu_start = -1.0;
+  for (std::size_t t = 0; t < g.tasks().size(); ++t) {
+    const auto& task = g.tasks()[t];
+    if (task.kind == graph::TaskKind::kCopy && task.stream == graph::Stream::kDeviceToHost) down += task.bytes;
+    if (task.kind == graph::TaskKind::kCompute && task.phase == graph::Phase::kBackward) {
+      backward_end = std::max(backward_end, r.timings[t].end_s);
+    }
+    if (task.kind == graph::TaskKind::kHostCompute) cpu_start = r.timings[t].start_s;
+  }
+  EXPECT_NEAR(down, 2.0 * costs.params_per_rank, 1e-6 * costs.params_per_rank);  // fp16 gradients, once
+  EXPECT_GE(cpu_start, backward_end);
+}
+
 TEST(Offload, HalfOffloadKeepsHalfTheOptimizerOnTheDevice) {
   Case c(2, 1, 1);
   c.resolve_zero();
