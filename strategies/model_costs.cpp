@@ -1,10 +1,11 @@
 #include "strategies/model_costs.hpp"
 
 #include "sim/core/dtype.hpp"
+#include "strategies/kernel_model.hpp"
 
 namespace shardsim::strategies {
 
-ModelCosts compute_model_costs(const core::ModelSpec& m, const core::PlanSpec& plan) {
+ModelCosts compute_model_costs(const core::ModelSpec& m, const core::PlanSpec& plan, const core::DeviceSpec* device) {
   ModelCosts out;
   const double t = plan.tp;
   const double b = plan.micro_batch;
@@ -86,6 +87,17 @@ ModelCosts compute_model_costs(const core::ModelSpec& m, const core::PlanSpec& p
   // Saved: final-norm input (e*sbh) and the logits with their fp32 softmax for the loss gradient.
   head.act_saved = core::Bytes(tokens * h * e + logits * (e + 4.0));
 
+  if (device) {
+    const LayerTimes times = time_layers(m, plan, *device);
+    auto set = [](UnitCost& u, const UnitTimes& times_of) {
+      u.fwd_time = times_of.fwd;
+      u.bwd_time = times_of.bwd;
+      u.recompute_time = times_of.recompute;
+    };
+    set(emb, times.embedding);
+    set(blk, times.block);
+    set(head, times.head);
+  }
   out.units.reserve(static_cast<std::size_t>(m.layers) + 2);
   out.units.push_back(emb);
   for (int i = 0; i < m.layers; ++i) out.units.push_back(blk);

@@ -11,6 +11,7 @@
 // projections (grouped-query K/V, SwiGLU's three MLP tensors) so it stays exact for GPT-style blocks.
 #include <vector>
 
+#include "sim/core/cluster_spec.hpp"
 #include "sim/core/model_spec.hpp"
 #include "sim/core/plan_spec.hpp"
 #include "sim/core/units.hpp"
@@ -28,6 +29,9 @@ struct UnitCost {
   core::Bytes act_saved;      ///< kept from this unit's forward until its backward, per micro-batch
   core::Bytes act_transient;  ///< rebuilt during this unit's backward by recomputation
   int tp_allreduces = 0;      ///< Megatron all-reduces in forward (same count in backward)
+  /// durations on the device from its kernels (kernel_model.hpp); negative: not timed (no device given), the
+  /// engine then runs the FLOPs and bytes above at the device's flat rates
+  core::Seconds fwd_time{-1.0}, bwd_time{-1.0}, recompute_time{-1.0};
 };
 
 struct ModelCosts {
@@ -38,8 +42,10 @@ struct ModelCosts {
   core::Flops hardware_flops_per_micro;  ///< per rank, including recomputation
 };
 
-/** @brief Costs of `model` under `plan` (uses tp, micro_batch, recompute, flash_attention). */
-ModelCosts compute_model_costs(const core::ModelSpec& model, const core::PlanSpec& plan);
+/** @brief Costs of `model` under `plan` (uses tp, micro_batch, recompute, flash_attention); with `device`, each
+ *  unit's durations from its kernels too. */
+ModelCosts compute_model_costs(const core::ModelSpec& model, const core::PlanSpec& plan,
+                               const core::DeviceSpec* device = nullptr);
 
 /** @brief Bytes of memory traffic for one Adam step on `params` parameters (read master, moments, gradient;
  *  write master, moments, working parameter). */

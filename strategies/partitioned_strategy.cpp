@@ -221,7 +221,7 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
         ready = gather_params(c.params, p_group, sh.params, quant.weights, Purpose::kParamGatherFwd, u, mb,
                               u - ahead - 1, fwd_compute);
       }
-      const TaskId f = g.add_compute(role, Phase::kForward, u, mb, c.fwd_flops, c.fwd_mem);
+      const TaskId f = g.add_compute(role, Phase::kForward, u, mb, c.fwd_flops, c.fwd_mem, c.fwd_time);
       if (gather) {
         g.add_dep(f, ready);
         g.add_mem(f, true, MemKind::kGatheredParams, core::Bytes(-c.params * pb));
@@ -250,13 +250,14 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
       const bool must_wait = reduce_now && buckets.must_wait(wait_on);
       const bool recompute = c.recompute_flops.value() > 0.0 || c.recompute_mem.value() > 0.0;
       if (recompute) {
-        const TaskId r = g.add_compute(role, Phase::kRecompute, u, mb, c.recompute_flops, c.recompute_mem);
+        const TaskId r =
+            g.add_compute(role, Phase::kRecompute, u, mb, c.recompute_flops, c.recompute_mem, c.recompute_time);
         if (gather) g.add_dep(r, ready);
         if (must_wait) g.add_dep(r, wait_on);
         g.add_mem(r, false, MemKind::kActivations, c.act_transient);
         if (plan.recompute == core::Recompute::kFull) add_tp(u, mb, c.tp_allreduces);
       }
-      const TaskId b = g.add_compute(role, Phase::kBackward, u, mb, c.bwd_flops, c.bwd_mem);
+      const TaskId b = g.add_compute(role, Phase::kBackward, u, mb, c.bwd_flops, c.bwd_mem, c.bwd_time);
       if (gather) g.add_dep(b, ready);
       if (must_wait && !recompute) g.add_dep(b, wait_on);
       if (gather) g.add_mem(b, true, MemKind::kGatheredParams, core::Bytes(-c.params * pb));

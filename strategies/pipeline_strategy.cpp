@@ -94,7 +94,7 @@ void PipelineStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) const
     bool first = true;
     for (int u : layout.units(op.chunk)) {
       const UnitCost& c = costs.units[static_cast<std::size_t>(u)];
-      last = g.add_compute(role, Phase::kForward, u, op.micro, c.fwd_flops, c.fwd_mem);
+      last = g.add_compute(role, Phase::kForward, u, op.micro, c.fwd_flops, c.fwd_mem, c.fwd_time);
       if (first && recv) g.add_dep(last, *recv);
       first = false;
       g.add_mem(last, false, u == static_cast<int>(costs.units.size()) - 1 ? MemKind::kLogits : MemKind::kActivations,
@@ -123,13 +123,14 @@ void PipelineStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) const
       const bool must_wait = reduce && bk.must_wait(wait_on);
       const bool recompute = c.recompute_flops.value() > 0.0 || c.recompute_mem.value() > 0.0;
       if (recompute) {
-        const TaskId r = g.add_compute(role, Phase::kRecompute, u, op.micro, c.recompute_flops, c.recompute_mem);
+        const TaskId r =
+            g.add_compute(role, Phase::kRecompute, u, op.micro, c.recompute_flops, c.recompute_mem, c.recompute_time);
         if (first && recv) g.add_dep(r, *recv);
         if (must_wait) g.add_dep(r, wait_on);
         g.add_mem(r, false, MemKind::kActivations, c.act_transient);
         if (plan.recompute == core::Recompute::kFull) add_tp(u, op.micro, c.tp_allreduces);
       }
-      const TaskId b = g.add_compute(role, Phase::kBackward, u, op.micro, c.bwd_flops, c.bwd_mem);
+      const TaskId b = g.add_compute(role, Phase::kBackward, u, op.micro, c.bwd_flops, c.bwd_mem, c.bwd_time);
       if (first && recv && !recompute) g.add_dep(b, *recv);
       if (must_wait && !recompute) g.add_dep(b, wait_on);
       first = false;

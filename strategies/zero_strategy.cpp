@@ -88,7 +88,7 @@ void ZeroStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) const {
         if (u - ahead - 1 >= 0) g.add_dep(ag, fwd_compute[static_cast<std::size_t>(u - ahead - 1)]);
         g.add_mem(ag, false, MemKind::kGatheredParams, core::Bytes(gathered));
       }
-      const TaskId f = g.add_compute(role, Phase::kForward, u, mb, c.fwd_flops, c.fwd_mem);
+      const TaskId f = g.add_compute(role, Phase::kForward, u, mb, c.fwd_flops, c.fwd_mem, c.fwd_time);
       if (gather) {
         g.add_dep(f, ag);
         g.add_mem(f, true, MemKind::kGatheredParams, core::Bytes(-gathered));
@@ -113,7 +113,8 @@ void ZeroStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) const {
       }
       bool have_first = false;
       if (c.recompute_flops.value() > 0.0 || c.recompute_mem.value() > 0.0) {
-        const TaskId r = g.add_compute(role, Phase::kRecompute, u, mb, c.recompute_flops, c.recompute_mem);
+        const TaskId r =
+            g.add_compute(role, Phase::kRecompute, u, mb, c.recompute_flops, c.recompute_mem, c.recompute_time);
         if (gather) g.add_dep(r, ag);
         TaskId wait_on = 0;
         if (reduce_this_micro && bucketer.must_wait(wait_on)) g.add_dep(r, wait_on);
@@ -122,7 +123,7 @@ void ZeroStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) const {
         // Full recomputation repeats the forward's tensor-parallel all-reduces.
         if (plan.recompute == core::Recompute::kFull) add_tp(u, mb, c.tp_allreduces);
       }
-      const TaskId b = g.add_compute(role, Phase::kBackward, u, mb, c.bwd_flops, c.bwd_mem);
+      const TaskId b = g.add_compute(role, Phase::kBackward, u, mb, c.bwd_flops, c.bwd_mem, c.bwd_time);
       if (gather) g.add_dep(b, ag);
       TaskId wait_on = 0;
       if (!have_first && reduce_this_micro && bucketer.must_wait(wait_on)) g.add_dep(b, wait_on);

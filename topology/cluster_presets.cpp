@@ -13,6 +13,9 @@ using core::Seconds;
 constexpr double GBps = 1e9;
 constexpr double TF = 1e12;
 constexpr double us = 1e-6;
+// [guess] Launch and framework time per kernel (a CUDA/HIP launch is a few microseconds; eager PyTorch adds
+// its dispatch), until fitted.
+constexpr double kKernelOverheadGuess = 5.0;
 
 void set_peak(core::DeviceSpec& d, Dtype t, double flops_per_s) { d.peak[static_cast<int>(t)] = FlopPerSec(flops_per_s); }
 
@@ -43,6 +46,8 @@ core::ClusterSpec make_frontier() {
   d.hbm_bandwidth = BytesPerSec(1600.0 * GBps);        // 1.6 TB/s per GCD (F1)
   d.gemm_efficiency = 0.60;    // [guess] until calibrated against rocBLAS on MI250X
   d.memory_efficiency = 0.80;  // [guess]
+  d.compute_units = 110;       // 110 CUs per GCD (F1)
+  d.kernel_overhead = Seconds(kKernelOverheadGuess * us);
   d.runtime_reserved = core::Bytes(0.5 * core::kGiB);  // [guess] HIP context + RCCL channels
   d.source = "F1, F3";
   c.host.memory = core::Bytes(512e9);                  // 512 GB DDR4 (F1)
@@ -74,6 +79,8 @@ core::ClusterSpec make_lassen() {
   d.hbm_bandwidth = BytesPerSec(900.0 * GBps);  // (S1)
   d.gemm_efficiency = 0.70;    // [guess]
   d.memory_efficiency = 0.80;  // [guess]
+  d.compute_units = 80;        // 80 SMs (NVIDIA V100 architecture whitepaper)
+  d.kernel_overhead = Seconds(kKernelOverheadGuess * us);
   d.runtime_reserved = core::Bytes(0.5 * core::kGiB);  // [guess] CUDA context
   d.source = "S1, S2";
   c.host.memory = core::Bytes(256e9);                  // [unverified] ~256 GB per node
@@ -108,6 +115,8 @@ core::ClusterSpec make_dgx_h100() {
   // 3.35 (0.90). Both from the project's hardware reference; to be refitted by `shardsim calibrate`.
   d.gemm_efficiency = 0.80;
   d.memory_efficiency = 0.90;
+  d.compute_units = 132;  // 132 SMs in the SXM5 part (NVIDIA H100 datasheet)
+  d.kernel_overhead = Seconds(kKernelOverheadGuess * us);
   d.runtime_reserved = core::Bytes(0.5 * core::kGiB);  // [guess] CUDA context + NCCL
   d.source = "datasheet; measured GEMM and copy rates";
   c.host.memory = core::Bytes(2e12);                     // 2 TB (MLPerf system file)
@@ -146,6 +155,8 @@ core::DeviceSpec a100(const char* name, double hbm_gib, double hbm_gbps) {
   d.hbm_bandwidth = BytesPerSec(hbm_gbps * GBps);
   d.gemm_efficiency = 0.70;    // [guess] until fitted (validate/data: vtrain-single is the A100 fit set)
   d.memory_efficiency = 0.80;  // [guess]
+  d.compute_units = 108;       // 108 SMs (A1)
+  d.kernel_overhead = Seconds(kKernelOverheadGuess * us);
   d.runtime_reserved = core::Bytes(0.5 * core::kGiB);  // [guess] CUDA context + NCCL
   d.source = "A1 (NVIDIA A100 datasheet)";
   return d;

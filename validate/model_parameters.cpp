@@ -49,14 +49,19 @@ struct Kind {
   void (*set)(Scenario& s, const std::string& level, double v);
 };
 
-const std::array<Kind, 7>& kinds() {
-  static const std::array<Kind, 7> kKinds = {{
+const std::array<Kind, 8>& kinds() {
+  static const std::array<Kind, 8> kKinds = {{
       {"device.gemm_efficiency", "", true, false, 0.2, 0.95, efficiency_source,
        [](const Scenario& s, const std::string&) { return s.cluster.device.gemm_efficiency; },
        [](Scenario& s, const std::string&, double v) { s.cluster.device.gemm_efficiency = v; }},
       {"device.memory_efficiency", "", true, false, 0.3, 1.0, efficiency_source,
        [](const Scenario& s, const std::string&) { return s.cluster.device.memory_efficiency; },
        [](Scenario& s, const std::string&, double v) { s.cluster.device.memory_efficiency = v; }},
+      // From a bare CUDA launch (~2-5 us) to an eager framework dispatching many small ops per modelled kernel.
+      {"device.kernel_overhead", "s", true, false, 0.0, 200e-6,
+       [](const Scenario&, const std::string&) { return std::string("[guess] launch and framework time per kernel"); },
+       [](const Scenario& s, const std::string&) { return s.cluster.device.kernel_overhead.value(); },
+       [](Scenario& s, const std::string&, double v) { s.cluster.device.kernel_overhead = core::Seconds(v); }},
       // Pinned copies reach well below the link's rate on some hosts (PCIe protocol overhead, IOMMU).
       {"host.link_bandwidth", "B/s", true, true, 0.2, 1.0,
        [](const Scenario& s, const std::string&) { return s.cluster.source; },

@@ -52,7 +52,7 @@ void run_benchmarks(std::ostream& out, double seconds) {
   out << fmt::format("  full evaluation (costs + lowering + engine): {:>10.0f} evaluations/s  ({:.1f} us each)\n",
                      n1 / t1, 1e6 * t1 / n1);
 
-  const auto costs = strategies::compute_model_costs(s.model, s.plan);
+  const auto costs = strategies::compute_model_costs(s.model, s.plan, &s.cluster.device);
   graph::TaskGraph g;
   strategies::make_strategy(s.plan)->lower(strategies::LoweringInput{s.model, s.cluster, s.plan, costs}, g);
   engine::AnalyticalEngine eng(s.cluster, s.plan.algorithm);

@@ -390,6 +390,7 @@ int cmd_validate(const std::vector<std::string>& args) {
       "threads", po::value<int>()->default_value(0), "worker threads (0: one per core)")(
       "json", po::value<std::string>(), "also write rows, claims and summaries as JSON to this file")(
       "csv", po::value<std::string>(), "also write one line per row and metric as CSV to this file")(
+      "calibration", po::value<std::string>(), "apply this calibration file to every row (shardsim calibrate -o)")(
       "write-bands", po::value<std::string>(), "write the error bands that shardsim run quotes to this file "
                                                "(validate/error_bands.yaml)");
   po::positional_options_description pos;
@@ -411,6 +412,17 @@ int cmd_validate(const std::vector<std::string>& args) {
     std::erase_if(sets, [&](const auto& s) { return s.role != role; });
   }
   if (sets.empty()) throw UsageError(fmt::format("no validation sets to run (folder {})", dir));
+  if (vm.count("calibration")) {
+    const std::string path = vm["calibration"].as<std::string>();
+    const auto cal = validate::parse_calibration(scenario::read_text_file(path, "calibration file"), path);
+    for (auto& set : sets) {
+      for (auto& row : set.rows) {
+        if (!row.scenario) continue;
+        validate::apply_calibration(cal, row.scenario->cluster);
+        validate::apply_parameters(cal, *row.scenario);
+      }
+    }
+  }
   const auto report = validate::run_validation(sets, engine, vm["threads"].as<int>());
   if (vm.count("json")) report::write_file_atomic(vm["json"].as<std::string>(), validate::validation_to_json(report).dump(2) + "\n");
   if (vm.count("csv")) report::write_file_atomic(vm["csv"].as<std::string>(), validate::validation_to_csv(report));

@@ -32,8 +32,10 @@ struct DeviceSpec {
   std::array<std::optional<FlopPerSec>, 6> peak{};  ///< dense peak per Dtype (index = enum value)
   Bytes hbm;
   BytesPerSec hbm_bandwidth;
-  double gemm_efficiency = 0.5;    ///< fraction of peak the transformer's GEMMs reach
+  double gemm_efficiency = 0.5;    ///< fraction of peak a large GEMM reaches (smaller ones lose to wave quantisation)
   double memory_efficiency = 0.8;  ///< fraction of HBM bandwidth memory-bound kernels reach
+  int compute_units = 0;           ///< SMs / CUs that a GEMM's tiles are spread over; 0: unknown (no quantisation)
+  Seconds kernel_overhead;         ///< per kernel: launch, framework and tail time that no work hides
   Bytes runtime_reserved;          ///< HBM taken by the runtime/context before the job allocates
   std::string source;
 

@@ -25,6 +25,7 @@ CollectiveEstimate AnalyticalEngine::collective(const TaskGraph& g, const Task& 
 core::Seconds AnalyticalEngine::duration(const TaskGraph& g, const Task& t) const {
   switch (t.kind) {
     case TaskKind::kCompute: {
+      if (t.time_s >= 0.0) return core::Seconds(t.time_s);  // timed from its kernels by the strategy
       const auto peak = cluster_.device.peak_for(g.compute_dtype);
       SHARDSIM_ASSERT(peak.has_value(), "device has no peak for the compute dtype");
       const double gemm = t.flops / (peak->value() * cluster_.device.gemm_efficiency);

@@ -110,7 +110,7 @@ std::uint16_t TaskGraph::add_group(CommGroup group) {
 }
 
 TaskId TaskGraph::add_compute(std::uint16_t role, Phase phase, std::int32_t unit, std::int32_t micro,
-                              core::Flops flops, core::Bytes memory_bytes) {
+                              core::Flops flops, core::Bytes memory_bytes, core::Seconds time) {
   Task t;
   t.kind = TaskKind::kCompute;
   t.stream = Stream::kCompute;
@@ -120,6 +120,7 @@ TaskId TaskGraph::add_compute(std::uint16_t role, Phase phase, std::int32_t unit
   t.micro = micro;
   t.flops = flops.value();
   t.bytes = memory_bytes.value();
+  t.time_s = time.value();
   t.dep_begin = static_cast<std::uint32_t>(deps_.size());
   tasks_.push_back(t);
   return static_cast<TaskId>(tasks_.size() - 1);

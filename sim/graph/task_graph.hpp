@@ -87,6 +87,7 @@ struct Task {
   std::int32_t micro = -1;  ///< micro-batch index; -1 = per iteration
   double flops = 0.0;       ///< compute: FLOPs at the GEMM rate
   double bytes = 0.0;       ///< compute: memory-bound bytes; collective: payload M (see collective_cost.hpp)
+  double time_s = -1.0;     ///< compute: duration from its kernels when >= 0 (else FLOPs and bytes at flat rates)
   std::uint32_t dep_begin = 0;
   std::uint32_t dep_count = 0;
 };
@@ -118,7 +119,7 @@ class TaskGraph {
 
   /** @brief Appends a compute task on the compute stream of `role`. */
   TaskId add_compute(std::uint16_t role, Phase phase, std::int32_t unit, std::int32_t micro, core::Flops flops,
-                     core::Bytes memory_bytes);
+                     core::Bytes memory_bytes, core::Seconds time = core::Seconds(-1.0));
   /** @brief Appends a memory-bound kernel that belongs to communication (quantise, dequantise-reduce) on
    *  `stream`; engines cost it like compute but account it under `purpose`. */
   TaskId add_kernel(std::uint16_t role, Stream stream, Purpose purpose, std::int32_t unit, std::int32_t micro,

@@ -8,7 +8,7 @@ namespace shardsim::scenario {
 
 Evaluation evaluate(const Scenario& s, const engine::EngineOptions& options) {
   Evaluation ev;
-  ev.costs = strategies::compute_model_costs(s.model, s.plan);
+  ev.costs = strategies::compute_model_costs(s.model, s.plan, &s.cluster.device);
   ev.memory = strategies::estimate_memory(s.model, s.cluster, s.plan, ev.costs);
   const auto strategy = strategies::make_strategy(s.plan);
   ev.strategy = strategies::describe_partition(s.plan);
@@ -40,7 +40,7 @@ Evaluation evaluate(const Scenario& s, const engine::EngineOptions& options) {
 }
 
 core::Seconds Evaluator::iteration_time(const Scenario& s) {
-  const strategies::ModelCosts costs = strategies::compute_model_costs(s.model, s.plan);
+  const strategies::ModelCosts costs = strategies::compute_model_costs(s.model, s.plan, &s.cluster.device);
   const auto strategy = strategies::make_strategy(s.plan);
   strategy->lower(strategies::LoweringInput{s.model, s.cluster, s.plan, costs}, graph_);
   engine::AnalyticalEngine eng(s.cluster, s.plan.algorithm);

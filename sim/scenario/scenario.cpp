@@ -99,7 +99,8 @@ core::ModelSpec parse_model(const ConfigNode& n, const std::filesystem::path& ba
 
 // ---------------------------------------------------------------- cluster
 void apply_device(const ConfigNode& n, core::DeviceSpec& d) {
-  n.expect_map({"name", "peak", "hbm", "hbm_bandwidth", "gemm_efficiency", "memory_efficiency", "runtime_reserved"});
+  n.expect_map({"name", "peak", "hbm", "hbm_bandwidth", "gemm_efficiency", "memory_efficiency", "runtime_reserved",
+                "compute_units", "kernel_overhead"});
   if (auto v = n.find("name")) d.name = v->as_string();
   if (auto p = n.find("peak")) {
     p->expect_map({"fp32", "fp16", "bf16", "fp8", "int8"});
@@ -110,6 +111,8 @@ void apply_device(const ConfigNode& n, core::DeviceSpec& d) {
   if (auto v = n.find("hbm_bandwidth")) d.hbm_bandwidth = v->as_bandwidth();
   if (auto v = n.find("gemm_efficiency")) d.gemm_efficiency = v->as_fraction();
   if (auto v = n.find("memory_efficiency")) d.memory_efficiency = v->as_fraction();
+  if (auto v = n.find("compute_units")) d.compute_units = static_cast<int>(v->as_int(0, 1 << 20));
+  if (auto v = n.find("kernel_overhead")) d.kernel_overhead = v->as_duration();
   if (auto v = n.find("runtime_reserved")) d.runtime_reserved = v->as_bytes(true);
 }
 
@@ -919,6 +922,8 @@ std::string cluster_to_yaml(const core::ClusterSpec& c) {
                    c.device.hbm_bandwidth.value() / 1e9);
   o += fmt::format("  gemm_efficiency: {}\n  memory_efficiency: {}\n  runtime_reserved: {}\n",
                    c.device.gemm_efficiency, c.device.memory_efficiency, yaml_bytes(c.device.runtime_reserved.value()));
+  o += fmt::format("  compute_units: {}\n  kernel_overhead: {}us\n", c.device.compute_units,
+                   c.device.kernel_overhead.value() * 1e6);
   o += fmt::format("host: {{memory: {}, memory_bandwidth: {}GB/s, link_bandwidth: {}GB/s}}\n",
                    yaml_bytes(c.host.memory.value()), c.host.memory_bandwidth.value() / 1e9,
                    c.host.link_bandwidth.value() / 1e9);

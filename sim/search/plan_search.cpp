@@ -177,7 +177,7 @@ SearchResult search(const scenario::Scenario& base, const SearchSpace& space, in
     scenario::Scenario s = base;
     for (std::size_t i = begin; i < plans.size(); i += step) {
       s.plan = plans[i];
-      const auto costs = strategies::compute_model_costs(s.model, s.plan);
+      const auto costs = strategies::compute_model_costs(s.model, s.plan, &s.cluster.device);
       const auto mem = strategies::estimate_memory(s.model, s.cluster, s.plan, costs);
       results[i].order = i;
       results[i].memory = mem.total.value();

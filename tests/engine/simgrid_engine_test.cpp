@@ -105,7 +105,7 @@ TEST(SimGridEngine, Deterministic) {
 TEST(SimGridEngine, CacheOffGivesTheSameTimeWhenCollectivesRunAlone) {
   if (!engine::simgrid_available()) GTEST_SKIP() << "built without SimGrid";
   auto s = small("dgx-h100", 2, 3);
-  const auto costs = strategies::compute_model_costs(s.model, s.plan);
+  const auto costs = strategies::compute_model_costs(s.model, s.plan, &s.cluster.device);
   scenario::Evaluation ev = scenario::evaluate(s);
   engine::SimGridOptions on;
   on.topology = topology::TopologyKind::kLinks;

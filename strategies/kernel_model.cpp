@@ -1,0 +1,122 @@
+#include "strategies/kernel_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "sim/core/errors.hpp"
+
+namespace shardsim::strategies {
+namespace {
+
+// [guess] Output tile of a large GEMM: cuBLAS / CUTLASS and rocBLAS pick 128 x 128 (or 256 x 128) tiles for the
+// shapes of LLM training; one tile per SM / CU at a time.
+constexpr double kTile = 128.0;
+
+double tiles(double m, double n, double batch) { return std::ceil(m / kTile) * std::ceil(n / kTile) * batch; }
+
+}  // namespace
+
+KernelModel::KernelModel(const core::DeviceSpec& device, core::Dtype dtype) {
+  const auto peak = device.peak_for(dtype);
+  SHARDSIM_ASSERT(peak.has_value(), "device has no peak for the compute dtype");
+  flop_rate_ = peak->value() * device.gemm_efficiency;
+  byte_rate_ = device.hbm_bandwidth.value() * device.memory_efficiency;
+  overhead_ = device.kernel_overhead.value();
+  units_ = device.compute_units;
+  elem_bytes_ = core::dtype_bytes(dtype);
+}
+
+double KernelModel::wave_efficiency(double t) const {
+  if (units_ <= 0 || t <= 0.0) return 1.0;
+  const double waves = std::ceil(t / units_);
+  return t / (waves * units_);
+}
+
+core::Seconds KernelModel::gemm(const GemmShape& g) const {
+  const double flops = 2.0 * g.m * g.n * g.k * g.batch;
+  const double compute = flops / (flop_rate_ * wave_efficiency(tiles(g.m, g.n, g.batch)));
+  const double traffic = elem_bytes_ * (g.m * g.k + g.k * g.n + g.m * g.n) * g.batch / byte_rate_;
+  return core::Seconds(std::max({compute, traffic, overhead_}));
+}
+
+core::Seconds KernelModel::gemm_backward(const GemmShape& g) const {
+  return gemm({g.m, g.k, g.n, g.batch}) + gemm({g.k, g.n, g.m, g.batch});
+}
+
+core::Seconds KernelModel::fused(double flops, double t) const {
+  return core::Seconds(std::max(flops / (flop_rate_ * wave_efficiency(t)), overhead_));
+}
+
+core::Seconds KernelModel::memory(double bytes, int kernels) const {
+  return core::Seconds(kernels * std::max(bytes / kernels / byte_rate_, overhead_));
+}
+
+LayerTimes time_layers(const core::ModelSpec& m, const core::PlanSpec& plan, const core::DeviceSpec& device) {
+  const KernelModel km(device, m.param_dtype);
+  const double t = plan.tp;
+  const double b = plan.micro_batch;
+  const double s = m.seq_len;
+  const double h = m.hidden;
+  const double f = m.ffn_hidden;
+  const double a = m.heads;
+  const double d = m.head_dim();
+  const double tokens = b * s;
+  const double e = core::dtype_bytes(m.param_dtype);
+  const double kv = static_cast<double>(m.kv_heads) * d;
+  const bool swiglu = m.mlp == core::MlpKind::kSwiglu;
+  const double heads = b * a / t;  // attention heads of this rank, over the micro-batch
+
+  // ---- block: the four linear layers (column-parallel QKV and MLP-up, row-parallel output and MLP-down) ----
+  const GemmShape linears[] = {{tokens, (h + 2.0 * kv) / t, h},
+                               {tokens, h, h / t},
+                               {tokens, (swiglu ? 2.0 : 1.0) * f / t, h},
+                               {tokens, h, f / t}};
+  core::Seconds lin_fwd, lin_bwd;
+  for (const auto& g : linears) {
+    lin_fwd += km.gemm(g);
+    lin_bwd += km.gemm_backward(g);
+  }
+  // ---- attention ----
+  core::Seconds att_fwd, att_bwd;
+  if (plan.flash_attention) {
+    // FlashAttention: scores and context fused, only the causal half of the score matrix computed; the backward
+    // recomputes the scores (5 matrix products against the forward's 2).
+    const double flops = 0.5 * 4.0 * b * s * s * h / t;
+    const double q_tiles = std::ceil(s / kTile) * heads;
+    att_fwd = km.fused(flops, q_tiles);
+    att_bwd = km.fused(2.5 * flops, q_tiles);
+  } else {
+    // Batched GEMMs for scores (s x s over d) and context (s x d over s), scale/mask/softmax and dropout kernels
+    // over the b x a x s x s scores (read and write, 16-bit), and their backward.
+    const GemmShape scores{s, s, d, heads}, context{s, d, s, heads};
+    const double score_bytes = heads * s * s * e;
+    att_fwd = km.gemm(scores) + km.gemm(context) + km.memory(4.5 * score_bytes, 2);
+    att_bwd = km.gemm_backward(scores) + km.gemm_backward(context) + km.memory(2.0 * 4.5 * score_bytes, 2);
+  }
+  // ---- memory-bound kernels: two norms, two bias-dropout-residual adds, the activation, QKV bias / rotary ----
+  const double elementwise = tokens * (16.0 * h + (swiglu ? 3.0 : 2.0) * f) / t * e;
+  constexpr int kElementwiseKernels = 6;
+  const core::Seconds mem_fwd = km.memory(elementwise, kElementwiseKernels);
+  const core::Seconds mem_bwd = km.memory(2.0 * elementwise, 2 * kElementwiseKernels);
+
+  LayerTimes out;
+  out.block.fwd = lin_fwd + att_fwd + mem_fwd;
+  out.block.bwd = lin_bwd + att_bwd + mem_bwd;
+  switch (plan.recompute) {
+    case core::Recompute::kNone: break;
+    case core::Recompute::kSelective: out.block.recompute = plan.flash_attention ? core::Seconds(0.0) : att_fwd; break;
+    case core::Recompute::kFull: out.block.recompute = out.block.fwd; break;
+  }
+  // ---- embedding: lookup (+ learned positions) forward, scatter-add of its gradient backward ----
+  const int emb_kernels = m.position == core::PositionKind::kLearned ? 2 : 1;
+  out.embedding.fwd = km.memory(2.0 * tokens * h * e, emb_kernels);
+  out.embedding.bwd = km.memory(2.0 * tokens * h * e, emb_kernels);
+  // ---- head: final norm, the vocabulary-parallel logits GEMM, fp32 cross-entropy ----
+  const GemmShape logits{tokens, m.vocab / t, h};
+  const double v = tokens * m.vocab / t;
+  out.head.fwd = km.gemm(logits) + km.memory(v * (e + 2.0 * 4.0) + 2.0 * tokens * h * e, 3);
+  out.head.bwd = km.gemm_backward(logits) + km.memory(v * (e + 4.0) + 2.0 * tokens * h * e, 3);
+  return out;
+}
+
+}  // namespace shardsim::strategies

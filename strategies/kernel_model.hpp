@@ -1,0 +1,65 @@
+#pragma once
+// KernelModel: how long the kernels of a transformer step take on one device, from their shapes. A GEMM's FLOPs
+// run at the device's large-GEMM ceiling (`gemm_efficiency`) scaled by how full the last wave of output tiles
+// leaves the compute units (small and skinny GEMMs lose most), unless moving its operands at the achieved HBM
+// bandwidth takes longer; memory-bound kernels move their bytes at that bandwidth; every kernel also pays the
+// device's per-kernel overhead (launch, framework dispatch, tail). So micro-batch size, tensor parallelism and
+// model width change a layer's speed, as they do on the hardware, instead of one efficiency for every FLOP.
+//
+// time_layers() lists the kernels of each unit as Megatron-style training launches them: the four linear layers
+// of a block (QKV, attention output, MLP up and down) with their forward, data-gradient and weight-gradient
+// GEMMs; attention as FlashAttention (one fused kernel each way, the causal half of the score matrix, the
+// backward recomputing the scores) or as batched GEMMs with scale/mask/softmax/dropout kernels; norms,
+// activation, residual and dropout kernels; the embedding lookup; the logits GEMM and the cross-entropy.
+#include "sim/core/cluster_spec.hpp"
+#include "sim/core/dtype.hpp"
+#include "sim/core/model_spec.hpp"
+#include "sim/core/plan_spec.hpp"
+#include "sim/core/units.hpp"
+
+namespace shardsim::strategies {
+
+/** @brief C[m x n] = A[m x k] B[k x n], `batch` independent ones (batched GEMM). */
+struct GemmShape {
+  double m = 0.0, n = 0.0, k = 0.0;
+  double batch = 1.0;
+};
+
+class KernelModel {
+ public:
+  /** @brief Precondition: `device` has a peak for `dtype`. */
+  KernelModel(const core::DeviceSpec& device, core::Dtype dtype);
+
+  /** @brief One GEMM kernel (or one batched GEMM): compute or operand traffic, whichever is longer, + overhead. */
+  [[nodiscard]] core::Seconds gemm(const GemmShape& g) const;
+  /** @brief The backward of a forward GEMM: its data-gradient (m x k from m x n, n x k) and weight-gradient
+   *  (k x n from k x m, m x n) GEMMs. */
+  [[nodiscard]] core::Seconds gemm_backward(const GemmShape& g) const;
+  /** @brief Work of `flops` in one fused kernel over `tiles` output tiles (FlashAttention), + overhead. */
+  [[nodiscard]] core::Seconds fused(double flops, double tiles) const;
+  /** @brief `kernels` memory-bound kernels moving `bytes` in total. */
+  [[nodiscard]] core::Seconds memory(double bytes, int kernels) const;
+  /** @brief Fraction of the compute units busy over a GEMM's waves of `tiles` output tiles (1 when unknown). */
+  [[nodiscard]] double wave_efficiency(double tiles) const;
+
+ private:
+  double flop_rate_;   ///< peak x ceiling
+  double byte_rate_;   ///< HBM bandwidth x memory efficiency
+  double overhead_;    ///< seconds per kernel
+  int units_;          ///< SMs / CUs
+  double elem_bytes_;  ///< bytes per operand element
+};
+
+/** @brief Durations of one unit's forward, backward and recomputation on one rank for one micro-batch. */
+struct UnitTimes {
+  core::Seconds fwd, bwd, recompute;
+};
+
+/** @brief The block, embedding and head times of `model` under `plan` (micro-batch, tp, recompute, flash) on
+ *  `device`. Precondition: `device` has a peak for the model's dtype. */
+struct LayerTimes {
+  UnitTimes embedding, block, head;
+};
+LayerTimes time_layers(const core::ModelSpec& model, const core::PlanSpec& plan, const core::DeviceSpec& device);
+
+}  // namespace shardsim::strategies

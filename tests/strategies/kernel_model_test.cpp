@@ -1,0 +1,100 @@
+// The kernel-level compute model: a large GEMM runs at the device's ceiling, a GEMM whose tiles leave the last
+// wave mostly empty runs proportionally slower, small kernels are launch-bound, memory-bound kernels move their
+// bytes at the achieved HBM bandwidth, and a layer's time therefore grows less than linearly with micro-batch
+// (fixed costs amortise) and tensor parallelism buys less than its degree.
+#include "strategies/kernel_model.hpp"
+
+#include <gtest/gtest.h>
+
+#include "strategies/model_costs.hpp"
+#include "topology/cluster_presets.hpp"
+
+namespace shardsim::strategies {
+namespace {
+
+core::DeviceSpec device(int units, double overhead_us) {
+  core::DeviceSpec d;
+  d.peak[static_cast<int>(core::Dtype::kBf16)] = core::FlopPerSec(100e12);
+  d.hbm_bandwidth = core::BytesPerSec(1e12);
+  d.gemm_efficiency = 0.5;
+  d.memory_efficiency = 0.8;
+  d.compute_units = units;
+  d.kernel_overhead = core::Seconds(overhead_us * 1e-6);
+  return d;
+}
+
+TEST(KernelModel, LargeGemmRunsAtTheCeiling) {
+  const KernelModel km(device(100, 5), core::Dtype::kBf16);
+  // 8192 x 12800 output = 64 x 100 tiles: 64 full waves of 100 units.
+  const GemmShape g{8192, 12800, 8192};
+  EXPECT_NEAR(km.gemm(g).value(), 2.0 * 8192 * 12800 * 8192 / (100e12 * 0.5), 1e-12);
+}
+
+TEST(KernelModel, TheLastWaveOfTilesCosts) {
+  const KernelModel km(device(100, 0), core::Dtype::kBf16);
+  EXPECT_DOUBLE_EQ(km.wave_efficiency(100), 1.0);
+  EXPECT_DOUBLE_EQ(km.wave_efficiency(101), 101.0 / 200.0);
+  // 128 x 12928: 101 tiles, two waves for the work of 1.01: about twice the time per FLOP of 100 tiles.
+  const double t100 = km.gemm({128 * 10, 128 * 10, 65536}).value();
+  const double t101 = km.gemm({128, 128 * 101, 65536}).value();
+  EXPECT_NEAR(t101 / t100, 2.0, 1e-9);
+  const KernelModel unknown(device(0, 0), core::Dtype::kBf16);
+  EXPECT_DOUBLE_EQ(unknown.wave_efficiency(101), 1.0);  // no compute units given: no quantisation
+}
+
+TEST(KernelModel, SmallKernelsAreLaunchBoundAndSkinnyGemmsMemoryBound) {
+  const KernelModel km(device(100, 10), core::Dtype::kBf16);
+  EXPECT_DOUBLE_EQ(km.gemm({64, 64, 64}).value(), 10e-6);
+  EXPECT_DOUBLE_EQ(km.memory(1e3, 4).value(), 40e-6);
+  EXPECT_NEAR(km.memory(8e9, 4).value(), 8e9 / 0.8e12, 1e-12);
+  // A GEMV-like product reads its whole matrix: bandwidth, not FLOPs, sets its time.
+  const GemmShape gemv{1, 65536, 65536};
+  EXPECT_NEAR(km.gemm(gemv).value(), 2.0 * (65536.0 + 65536.0 * 65536.0 + 65536.0) / 0.8e12, 1e-9);
+}
+
+TEST(KernelModel, BackwardIsTheDataAndWeightGradientGemms) {
+  const KernelModel km(device(100, 0), core::Dtype::kBf16);
+  const GemmShape g{4096, 12800, 1280};
+  EXPECT_DOUBLE_EQ(km.gemm_backward(g).value(),
+                   km.gemm({4096, 1280, 12800}).value() + km.gemm({1280, 12800, 4096}).value());
+}
+
+TEST(KernelModel, LayersAmortiseFixedCostsOverTheMicroBatchAndTensorParallelismBuysLessThanItsDegree) {
+  const core::DeviceSpec a100 = topology::find_cluster_preset("dgx-a100")->device;
+  core::ModelSpec m = *core::find_model_preset("gpt3-175b");
+  m.hidden = 1024;
+  m.heads = 16;
+  m.kv_heads = 16;
+  m.ffn_hidden = 4096;
+  m.seq_len = 1024;
+  core::PlanSpec p;
+  p.micro_batch = 1;
+  const double one = time_layers(m, p, a100).block.fwd.value();
+  p.micro_batch = 8;
+  const double eight = time_layers(m, p, a100).block.fwd.value();
+  EXPECT_LT(eight, 8.0 * one);
+  EXPECT_GT(eight, 2.0 * one);
+  p.tp = 8;
+  EXPECT_GT(time_layers(m, p, a100).block.fwd.value(), eight / 8.0);
+  // Full recomputation repeats the forward; FlashAttention's causal kernels beat the unfused path.
+  p.recompute = core::Recompute::kFull;
+  const auto full = time_layers(m, p, a100);
+  EXPECT_DOUBLE_EQ(full.block.recompute.value(), full.block.fwd.value());
+  p.flash_attention = true;
+  EXPECT_LT(time_layers(m, p, a100).block.fwd.value(), full.block.fwd.value());
+}
+
+TEST(KernelModel, CostsCarryTheTimesOnlyWhenADeviceIsGiven) {
+  const core::ModelSpec m = *core::find_model_preset("llama2-7b");
+  core::PlanSpec p;
+  const auto untimed = compute_model_costs(m, p);
+  EXPECT_LT(untimed.units[1].fwd_time.value(), 0.0);
+  const core::DeviceSpec h100 = topology::find_cluster_preset("dgx-h100")->device;
+  const auto timed = compute_model_costs(m, p, &h100);
+  EXPECT_GT(timed.units[1].fwd_time.value(), 0.0);
+  EXPECT_GT(timed.units[1].bwd_time.value(), timed.units[1].fwd_time.value());
+  EXPECT_DOUBLE_EQ(timed.units[1].fwd_flops.value(), untimed.units[1].fwd_flops.value());  // FLOP counts unchanged
+}
+
+}  // namespace
+}  // namespace shardsim::strategies
