@@ -42,7 +42,7 @@ std::string trim(const std::string& v) {
 
 }  // namespace
 
-CsvTable CsvTable::parse(const std::string& input, const std::string& file) {
+CsvTable CsvTable::parse(const std::string& input, const std::string& file, bool repeated_columns) {
   // A UTF-8 byte-order mark (spreadsheet exports) is not part of the first column's name.
   const std::string text = input.rfind("\xEF\xBB\xBF", 0) == 0 ? input.substr(3) : input;
   csv_parser p;
@@ -86,7 +86,7 @@ CsvTable CsvTable::parse(const std::string& input, const std::string& file) {
   for (const auto& c : rows[0]) {
     const std::string name = trim(c);
     if (name.empty()) throw core::ConfigError({file, lines[0], 1}, "", "a name for every column of the header");
-    if (!seen.insert(name).second) throw core::ConfigError({file, lines[0], 1}, name, "column names used once");
+    if (!seen.insert(name).second && !repeated_columns) throw core::ConfigError({file, lines[0], 1}, name, "column names used once");
     t.columns_.push_back(name);
   }
   for (std::size_t i = 1; i < rows.size(); ++i) {

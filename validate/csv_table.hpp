@@ -12,8 +12,10 @@ namespace shardsim::validate {
 class CsvTable {
  public:
   /** @brief Parses `text` (named `file` in messages); the first row is the header. Throws core::ConfigError on
-   *  malformed CSV, an empty or duplicate column name, or a row whose cell count differs from the header's. */
-  static CsvTable parse(const std::string& text, const std::string& file);
+   *  malformed CSV, an empty or (unless `repeated_columns`) duplicate column name, or a row whose cell count
+   *  differs from the header's. With repeated names (benchmark tables: out-of-place then in-place), column()
+   *  finds the first. */
+  static CsvTable parse(const std::string& text, const std::string& file, bool repeated_columns = false);
   /** @brief Reads and parses `path`. */
   static CsvTable load(const std::string& path);
 

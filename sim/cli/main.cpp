@@ -24,6 +24,7 @@
 #include "sim/scenario/text_file.hpp"
 #include "sim/search/plan_search.hpp"
 #include "validate/calibration.hpp"
+#include "validate/collective_runs.hpp"
 #include "validate/model_parameters.hpp"
 #include "validate/run_fit.hpp"
 #include "validate/validation_runner.hpp"
@@ -324,7 +325,12 @@ int cmd_calibrate(const std::vector<std::string>& args) {
       "engine", po::value<std::string>()->default_value("analytical"), "engine: analytical or simgrid")(
       "threads", po::value<int>()->default_value(0), "worker threads (0: one per core)")(
       "output,o", po::value<std::string>(), "write the calibration here (for shardsim run --calibration)")(
-      "parameters", po::value<std::string>(), "list the parameters a calibration may fit for this scenario's machine");
+      "parameters", po::value<std::string>(), "list the parameters a calibration may fit for this scenario's machine")(
+      "collectives", po::value<std::vector<std::string>>()->multitoken(),
+      "collective benchmarks (nccl-tests / rccl-tests output, or CSV as FILE:RANKS) to fit network parameters to")(
+      "op", po::value<std::string>()->default_value("all_reduce"),
+      "the benchmarks' collective: all_reduce, all_gather, reduce_scatter, alltoall, sendrecv")(
+      "cluster", po::value<std::string>(), "with --collectives: the machine (a preset or a scenario file's cluster)");
   const auto parsed = parse_command(args, opts, "results");
   if (!parsed) return kOk;
   const auto& vm = *parsed;
@@ -339,6 +345,47 @@ int cmd_calibrate(const std::vector<std::string>& args) {
                                    validate::format_parameter_value(p.upper, p.unit, 4),
                                p.source, p.affects_time ? "" : " (memory only)");
     }
+    return kOk;
+  }
+  if (vm.count("collectives")) {
+    if (!vm.count("fit")) throw UsageError("--fit names the parameters to fit (e.g. --fit network.nvswitch.latency)");
+    if (!vm.count("cluster")) throw UsageError("--cluster names the machine the collectives ran on");
+    scenario::Scenario machine;
+    const std::string c = vm["cluster"].as<std::string>();
+    if (c.ends_with(".yaml") || c.ends_with(".yml")) {
+      machine = scenario::load_scenarios(c).front();
+    } else {
+      const auto* preset = topology::find_cluster_preset(c);
+      if (!preset) throw UsageError(fmt::format("unknown cluster '{}'", c));
+      machine.cluster = *preset;
+      machine.name = c;
+    }
+    const auto op = validate::parse_collective_op(vm["op"].as<std::string>());
+    std::vector<validate::CollectiveSample> samples;
+    for (const auto& spec : vm["collectives"].as<std::vector<std::string>>()) {
+      // FILE or FILE:RANKS
+      std::string file = spec;
+      int ranks = 0;
+      const auto colon = spec.rfind(':');
+      if (colon != std::string::npos && colon + 1 < spec.size() &&
+          spec.find_first_not_of("0123456789", colon + 1) == std::string::npos) {
+        file = spec.substr(0, colon);
+        ranks = std::stoi(spec.substr(colon + 1));
+      }
+      auto more = validate::load_collective_samples(file, op, ranks);
+      samples.insert(samples.end(), more.begin(), more.end());
+    }
+    const int most = std::max_element(samples.begin(), samples.end(), [](const auto& a, const auto& b) {
+                       return a.ranks < b.ranks;
+                     })->ranks;
+    machine.cluster.nodes = std::max(machine.cluster.nodes, (most + machine.cluster.devices_per_node - 1) /
+                                                                machine.cluster.devices_per_node);
+    const auto fit = validate::fit_collectives(samples, machine, split_commas(vm["fit"].as<std::string>()));
+    if (vm.count("output")) {
+      report::write_file_atomic(vm["output"].as<std::string>(), validate::write_calibration(validate::run_fit_calibration(fit)));
+    }
+    std::cout << fmt::format("{} samples of {} on {}\n", samples.size(), vm["op"].as<std::string>(), machine.cluster.name)
+              << validate::render_run_fit(fit);
     return kOk;
   }
   const bool runs = vm.count("runs") || vm.count("set");

@@ -1,0 +1,84 @@
+// Collective benchmarks as calibration input: nccl-tests' table (ranks from its "# Rank" lines, with or without
+// the redop/root columns) and vTrain's CSV; and the DGX A100 preset's NVSwitch level is what a fit to vTrain's
+// measured all-reduce gives (refit here, so a change to the collective model that moves it is seen).
+#include "validate/collective_runs.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "topology/cluster_presets.hpp"
+
+namespace shardsim::validate {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path scratch(const std::string& name, const std::string& text) {
+  const fs::path p = fs::temp_directory_path() / ("shardsim-coll-" + std::to_string(::getpid()) + "-" + name);
+  std::ofstream(p) << text;
+  return p;
+}
+
+TEST(CollectiveRuns, ReadsNcclTestsOutput) {
+  const fs::path p = scratch("ar.txt",
+                             "# nThread 1 nGpus 4 minBytes 1048576 maxBytes 4194304 step: 2(factor) warmup iters: 5\n"
+                             "#\n# Using devices\n"
+                             "#  Rank  0 Group  0 Pid  101 on  node0 device  0 [0x07] NVIDIA A100-SXM4-80GB\n"
+                             "#  Rank  1 Group  0 Pid  101 on  node0 device  1 [0x0b] NVIDIA A100-SXM4-80GB\n"
+                             "#  Rank  2 Group  0 Pid  101 on  node0 device  2 [0x48] NVIDIA A100-SXM4-80GB\n"
+                             "#  Rank  3 Group  0 Pid  101 on  node0 device  3 [0x4c] NVIDIA A100-SXM4-80GB\n"
+                             "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+                             "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n"
+                             "     1048576        262144     float     sum      -1    40.10   26.15   39.22      0    39.80   26.35   39.52      0\n"
+                             "     4194304       1048576     float     sum      -1    70.50   59.49   89.24      0    70.10   59.83   89.75      0\n"
+                             "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 64.43\n");
+  const auto s = load_collective_samples(p.string(), graph::CollectiveOp::kAllReduce, 0);
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(s[0].ranks, 4);
+  EXPECT_DOUBLE_EQ(s[1].bytes, 4194304.0);
+  EXPECT_DOUBLE_EQ(s[1].seconds, 70.50e-6);
+  EXPECT_NE(s[0].where.find(":10"), std::string::npos) << s[0].where;
+  // Older nccl-tests print no redop / root columns.
+  const fs::path old = scratch("old.txt", "#  Rank  0\n#  Rank  1\n  1048576  262144  float  33.0  31.8  31.8  0  33.1  31.7  31.7  0\n");
+  const auto o = load_collective_samples(old.string(), graph::CollectiveOp::kAllGather, 0);
+  ASSERT_EQ(o.size(), 1u);
+  EXPECT_DOUBLE_EQ(o[0].seconds, 33.0e-6);
+  EXPECT_EQ(o[0].ranks, 2);
+  EXPECT_EQ(o[0].op, graph::CollectiveOp::kAllGather);
+  // What it cannot read is an error at its line; a table without ranks needs them given.
+  const fs::path bad = scratch("bad.txt", "#  Rank  0\n#  Rank  1\n  1048576  lots  float  33.0\n");
+  EXPECT_THROW((void)load_collective_samples(bad.string(), graph::CollectiveOp::kAllReduce, 0), core::ConfigError);
+  const fs::path csv = scratch("x.csv", "size(B),count,type,time(ns),busbw(GB/s),time(ns),busbw(GB/s)\n1048576,262144,float,92790,19.78,92150,19.91\n");
+  EXPECT_THROW((void)load_collective_samples(csv.string(), graph::CollectiveOp::kAllReduce, 0), core::ConfigError);
+  EXPECT_DOUBLE_EQ(load_collective_samples(csv.string(), graph::CollectiveOp::kAllReduce, 8)[0].seconds, 92790e-9);
+  EXPECT_THROW((void)parse_collective_op("allreduce"), core::ConfigError);
+  for (const auto& f : {p, old, bad, csv}) fs::remove(f);
+}
+
+TEST(CollectiveRuns, TheDgxA100NvswitchLevelIsTheFitToVtrainsMeasuredAllReduce) {
+  std::vector<CollectiveSample> samples;
+  for (int n = 2; n <= 8; ++n) {
+    const fs::path f = fs::path(SHARDSIM_SOURCE_DIR) / "validate" / "data" / "vtrain" / "allreduce" /
+                       ("a100_" + std::to_string(n) + "gpu.csv");
+    auto more = load_collective_samples(f.string(), graph::CollectiveOp::kAllReduce, n);
+    samples.insert(samples.end(), more.begin(), more.end());
+  }
+  ASSERT_EQ(samples.size(), 7u * 1024u);
+  // Refit from the datasheet's link and a guessed latency, as the preset's comment says it was made.
+  scenario::Scenario machine;
+  machine.cluster = *topology::find_cluster_preset("dgx-a100");
+  auto& nv = machine.cluster.levels[0];
+  const double fitted_bw = nv.link_bandwidth.value(), fitted_lat = nv.latency.value();
+  nv.link_bandwidth = core::BytesPerSec(300e9);
+  nv.latency = core::Seconds(2e-6);
+  const auto f = fit_collectives(samples, machine, {"network.nvswitch.latency", "network.nvswitch.bandwidth"});
+  EXPECT_TRUE(f.fit.converged) << f.fit.message;
+  EXPECT_NEAR(f.fit.values[0] / fitted_lat, 1.0, 0.005) << "refit the preset: latency " << f.fit.values[0];
+  EXPECT_NEAR(f.fit.values[1] / fitted_bw, 1.0, 0.005) << "refit the preset: bandwidth " << f.fit.values[1];
+  EXPECT_LT(f.fit_after.mean_abs, f.fit_before.mean_abs);
+}
+
+}  // namespace
+}  // namespace shardsim::validate

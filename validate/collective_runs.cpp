@@ -1,0 +1,174 @@
+#include "validate/collective_runs.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+
+#include "sim/engine/collective_cost.hpp"
+#include "sim/scenario/config_node.hpp"
+#include "sim/scenario/text_file.hpp"
+#include "topology/placement.hpp"
+#include "validate/csv_table.hpp"
+#include "validate/model_parameters.hpp"
+
+namespace shardsim::validate {
+namespace {
+
+bool is_number(const std::string& s) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  (void)std::strtod(s.c_str(), &end);
+  return end == s.c_str() + s.size();
+}
+
+// nccl-tests' table: "# Rank" lines name the ranks; a data line is size count type [redop root] time algbw
+// busbw #wrong ... (older versions print no redop / root columns).
+std::vector<CollectiveSample> parse_nccl_tests(const std::string& text, const std::string& path,
+                                               graph::CollectiveOp op, int ranks) {
+  std::vector<CollectiveSample> out;
+  int rank_lines = 0;
+  std::istringstream in(text);
+  int line_no = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++line_no;
+    std::istringstream words(line);
+    std::vector<std::string> w;
+    for (std::string x; words >> x;) w.push_back(x);
+    if (w.empty()) continue;
+    if (w[0] == "#") {
+      if (w.size() > 1 && w[1] == "Rank") ++rank_lines;
+      continue;
+    }
+    if (w[0][0] == '#') continue;
+    if (w.size() < 6 || !is_number(w[0]) || !is_number(w[1])) {
+      if (w[0] == "Avg" || w[0] == "Out") continue;  // the closing "Avg bus bandwidth" and "Out of bounds" lines
+      throw core::ConfigError({path, line_no, 1}, "",
+                              "a nccl-tests data line: size count type [redop root] time algbw busbw #wrong ...");
+    }
+    const std::size_t time_col = is_number(w[3]) ? 3 : 5;
+    if (w.size() <= time_col || !is_number(w[time_col])) {
+      throw core::ConfigError({path, line_no, 1}, "", "a time in microseconds after size, count, type, redop, root");
+    }
+    CollectiveSample s;
+    s.op = op;
+    s.bytes = std::strtod(w[0].c_str(), nullptr);
+    s.seconds = std::strtod(w[time_col].c_str(), nullptr) * 1e-6;
+    s.where = fmt::format("{}:{}", path, line_no);
+    if (s.bytes > 0.0 && s.seconds > 0.0) out.push_back(s);
+  }
+  const int n = ranks > 0 ? ranks : rank_lines;
+  if (n < 2) {
+    throw core::ConfigError({path, 1, 1}, "", "the \"# Rank\" lines of nccl-tests (or FILE:RANKS) naming 2 or more ranks");
+  }
+  for (auto& s : out) s.ranks = n;
+  return out;
+}
+
+std::vector<CollectiveSample> parse_csv(const std::string& text, const std::string& path, graph::CollectiveOp op,
+                                        int ranks) {
+  const CsvTable t = CsvTable::parse(text, path, true);
+  const auto size = t.column("size(B)");
+  const auto time = t.column("time(ns)");
+  if (!size || !time) throw core::ConfigError({path, 1, 1}, "", "columns size(B) and time(ns)");
+  if (ranks < 2) throw core::ConfigError({path, 1, 1}, "", "the rank count as FILE:RANKS (a CSV does not say it)");
+  std::vector<CollectiveSample> out;
+  for (std::size_t r = 0; r < t.rows(); ++r) {
+    CollectiveSample s;
+    s.op = op;
+    s.ranks = ranks;
+    s.bytes = t.number(r, *size);
+    s.seconds = t.number(r, *time) * 1e-9;  // the first time(ns) column: out of place
+    s.where = fmt::format("{}:{}", path, t.line(r));
+    if (!(s.bytes > 0.0 && s.seconds > 0.0)) t.fail(r, *time, "a positive size and time");
+    out.push_back(s);
+  }
+  return out;
+}
+
+}  // namespace
+
+graph::CollectiveOp parse_collective_op(const std::string& name) {
+  if (name == "all_reduce") return graph::CollectiveOp::kAllReduce;
+  if (name == "all_gather") return graph::CollectiveOp::kAllGather;
+  if (name == "reduce_scatter") return graph::CollectiveOp::kReduceScatter;
+  if (name == "alltoall") return graph::CollectiveOp::kAllToAll;
+  if (name == "sendrecv") return graph::CollectiveOp::kSendRecv;
+  throw core::ConfigError({"<command line>", 0, 0}, "--op",
+                          fmt::format("all_reduce, all_gather, reduce_scatter, alltoall or sendrecv (got '{}')", name));
+}
+
+std::vector<CollectiveSample> load_collective_samples(const std::string& path, graph::CollectiveOp op, int ranks) {
+  const std::string text = scenario::read_text_file(path, "collective benchmark");
+  const bool csv = text.find("size(B)") != std::string::npos && text.find(',') != std::string::npos;
+  auto out = csv ? parse_csv(text, path, op, ranks) : parse_nccl_tests(text, path, op, ranks);
+  if (out.empty()) throw core::ConfigError({path, 1, 1}, "", "at least one measured size");
+  return out;
+}
+
+RunFit fit_collectives(const std::vector<CollectiveSample>& samples, const scenario::Scenario& machine,
+                       const std::vector<std::string>& names) {
+  RunFit f;
+  f.names = names;
+  for (const auto& name : names) {
+    const auto p = find_model_parameter(machine, name);
+    if (!p) {
+      std::vector<std::string> known;
+      for (const auto& q : model_parameters(machine)) known.push_back(q.name);
+      throw core::ConfigError({"<command line>", 0, 0}, "--fit",
+                              fmt::format("parameters of {}{}; '{}' is none (known: {})", machine.cluster.name,
+                                          scenario::suggest(name, known), name, scenario::join(known)));
+    }
+    f.units.push_back(p->unit);
+    f.sources.push_back(p->source);
+    f.lower.push_back(p->lower);
+    f.upper.push_back(p->upper);
+    f.initial.push_back(p->get(machine));
+  }
+  for (const auto& s : samples) {
+    if (s.ranks > machine.cluster.total_devices()) {
+      throw core::ConfigError({s.where, 0, 0}, "", fmt::format("at most the cluster's {} ranks (got {}; give it more nodes)",
+                                                               machine.cluster.total_devices(), s.ranks));
+    }
+  }
+  auto predict = [&](const std::vector<double>& x) {
+    scenario::Scenario s = machine;
+    for (std::size_t k = 0; k < names.size(); ++k) find_model_parameter(s, names[k])->set(s, x[k]);
+    std::vector<double> out;
+    out.reserve(samples.size());
+    for (const auto& c : samples) {
+      const auto shape = topology::strided_group_shape(s.cluster, c.ranks, 1);
+      out.push_back(engine::estimate_collective(s.cluster, shape, c.op, core::Bytes(c.bytes),
+                                                core::CollectiveAlgorithm::kAuto).time.value());
+    }
+    return out;
+  };
+  auto stats_of = [&](const std::vector<double>& pred) {
+    ErrorStats e;
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+      const double err = (pred[i] - samples[i].seconds) / samples[i].seconds;
+      ++e.count;
+      e.mean_abs += std::fabs(err) / static_cast<double>(samples.size());
+      e.bias += err / static_cast<double>(samples.size());
+    }
+    return e;
+  };
+  f.fit_before = stats_of(predict(f.initial));
+  FitProblem problem;
+  problem.names = names;
+  problem.initial = f.initial;
+  problem.lower = f.lower;
+  problem.upper = f.upper;
+  problem.residuals = [&](const std::vector<double>& x) {
+    const auto pred = predict(x);
+    std::vector<double> r(samples.size());
+    for (std::size_t i = 0; i < samples.size(); ++i) r[i] = std::log(pred[i] / samples[i].seconds);
+    return r;
+  };
+  f.fit = fit_least_squares(problem);
+  f.fit_after = stats_of(predict(f.fit.values));
+  return f;
+}
+
+}  // namespace shardsim::validate

@@ -1,0 +1,37 @@
+#pragma once
+// Collective benchmarks users already have, as calibration input: nccl-tests / rccl-tests output (their standard
+// table: size, count, type, redop, root, then time, algbw, busbw, #wrong out of place and in place; ranks from
+// the "# Rank" lines) and the same measurements as CSV (size(B), count, type, time(ns), busbw(GB/s), ...: the
+// layout of vTrain's all-reduce tables). fit_collectives() fits the named network parameters so that the
+// model's own collective cost (engine/collective_cost.hpp, with the algorithm `auto` picks) matches the
+// measured times.
+#include <string>
+#include <vector>
+
+#include "sim/graph/task_graph.hpp"
+#include "validate/run_fit.hpp"
+
+namespace shardsim::validate {
+
+struct CollectiveSample {
+  graph::CollectiveOp op = graph::CollectiveOp::kAllReduce;
+  int ranks = 0;
+  double bytes = 0.0;    ///< the size column: shardsim's payload convention (all-gather: the full output)
+  double seconds = 0.0;  ///< out-of-place time
+  std::string where;     ///< file:line
+};
+
+/** @brief Reads one benchmark output. `ranks` > 0 overrides (and, for CSV, supplies) the rank count. Throws
+ *  core::ConfigError naming the file and line of anything it cannot read. */
+std::vector<CollectiveSample> load_collective_samples(const std::string& path, graph::CollectiveOp op, int ranks);
+
+/** @brief The collective named as nccl-tests names its binaries: all_reduce, all_gather, reduce_scatter,
+ *  alltoall, sendrecv. Throws core::ConfigError listing them. */
+graph::CollectiveOp parse_collective_op(const std::string& name);
+
+/** @brief Fits `names` (network parameters of `machine`'s cluster) to the samples, each group laid on consecutive
+ *  ranks from rank 0. Reported like fit_runs: the errors before and after (no held-out samples). */
+RunFit fit_collectives(const std::vector<CollectiveSample>& samples, const scenario::Scenario& machine,
+                       const std::vector<std::string>& names);
+
+}  // namespace shardsim::validate
