@@ -243,6 +243,31 @@ TEST(Calibrate, RunsRecoverTheParameterTheyWereMadeWith) {
   fs::remove_all(d);
 }
 
+TEST(Validate, ACalibrationAppliesToEveryRow) {
+  const fs::path d = temp_dir("validate-cal");
+  std::ofstream(d / "slow.yaml") << "parameters:\n  device.gemm_efficiency: 0.35\n";
+  const auto plain = validate_json("megatron-selene");
+  const auto slow = validate_json("megatron-selene --calibration '" + (d / "slow.yaml").string() + "'");
+  ASSERT_EQ(plain["rows"].size(), slow["rows"].size());
+  for (std::size_t i = 0; i < plain["rows"].size(); ++i) {
+    EXPECT_LT(slow["rows"][i]["predicted"].get<double>(), plain["rows"][i]["predicted"].get<double>());
+  }
+  EXPECT_EQ(run("validate megatron-selene --calibration '" + (d / "none.yaml").string() + "'").code, 2);
+  fs::remove_all(d);
+}
+
+TEST(Calibrate, CollectivesFitANetworkLevelFromTheCommandLine) {
+  const std::string files = "validate/data/vtrain/allreduce/a100_4gpu.csv:4 validate/data/vtrain/allreduce/a100_8gpu.csv:8";
+  const Outcome r = run("calibrate --collectives " + files + " --cluster dgx-a100 --fit network.nvswitch.latency");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("2048 samples of all_reduce on dgx-a100"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("network.nvswitch.latency"), std::string::npos) << r.out;
+  EXPECT_EQ(run("calibrate --collectives " + files + " --fit network.nvswitch.latency").code, 2);  // no --cluster
+  EXPECT_EQ(run("calibrate --collectives " + files + " --cluster dgx-a100 --op allreduce --fit network.nvswitch.latency").code, 2);
+  EXPECT_EQ(run("calibrate --collectives validate/data/vtrain/allreduce/a100_4gpu.csv --cluster dgx-a100 "
+                "--fit network.nvswitch.latency").code, 2);  // a CSV does not say its ranks
+}
+
 TEST(Calibrate, FitsTheA100OnVtrainsFitRowsAndReportsTheHeldOutSet) {
   const Outcome r = run("calibrate --set vtrain-single vtrain-multi --fit device.gemm_efficiency");
   ASSERT_EQ(r.code, 0) << r.out;
