@@ -8,6 +8,7 @@
 
 #include "sim/core/errors.hpp"
 #include "sim/scenario/config_node.hpp"
+#include "sim/scenario/text_file.hpp"
 #include "validate/model_parameters.hpp"
 
 namespace shardsim::validate {
@@ -296,6 +297,15 @@ void apply_parameters(const Calibration& c, scenario::Scenario& s) {
     updates.emplace_back(&*it, f.value);
   }
   for (const auto& [p, v] : updates) p->set(s, v);
+}
+
+Calibration load_calibration(const std::string& path) {
+  return parse_calibration(scenario::read_text_file(path, "calibration file"), path);
+}
+
+void apply_to_scenario(const Calibration& c, scenario::Scenario& s) {
+  apply_calibration(c, s.cluster);
+  apply_parameters(c, s);
 }
 
 std::string render_comparison(const Results& r, const Calibration& c) {

@@ -98,6 +98,11 @@ void apply_calibration(const Calibration& c, core::ClusterSpec& cluster);
  *  range for `s` (then nothing is set). */
 void apply_parameters(const Calibration& c, scenario::Scenario& s);
 
+/** @brief Reads and parses a calibration file. */
+Calibration load_calibration(const std::string& path);
+/** @brief Everything a calibration changes in a scenario: apply_calibration on its cluster, then apply_parameters. */
+void apply_to_scenario(const Calibration& c, scenario::Scenario& s);
+
 /** @brief Measured next to predicted for every measurement, with the relative error. */
 std::string render_comparison(const Results& r, const Calibration& c);
 

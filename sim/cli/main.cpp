@@ -23,23 +23,17 @@
 #include "sim/scenario/scenario.hpp"
 #include "sim/scenario/text_file.hpp"
 #include "sim/search/plan_search.hpp"
+#include "sim/cli/command_support.hpp"
+#include "sim/cli/validation_commands.hpp"
 #include "validate/calibration.hpp"
-#include "validate/collective_runs.hpp"
-#include "validate/model_parameters.hpp"
-#include "validate/run_fit.hpp"
 #include "validate/validation_runner.hpp"
-#include "validate/validation_set.hpp"
 #include "topology/cluster_presets.hpp"
 #include "topology/link_topology.hpp"
 
-namespace po = boost::program_options;
 using namespace shardsim;
+using namespace shardsim::cli;
 
 namespace {
-
-constexpr int kOk = 0;
-constexpr int kInternal = 1;
-constexpr int kBadInput = 2;
 
 const char* kUsage =
     "usage: shardsim <command> [options]\n"
@@ -57,36 +51,6 @@ const char* kUsage =
     "  bench               print the analytical engine's speed figures\n"
     "\n"
     "`shardsim <command> --help` describes each command's options.\n";
-
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-po::variables_map parse(const std::vector<std::string>& args, const po::options_description& opts,
-                        const po::positional_options_description& pos) {
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(opts).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw UsageError(e.what());
-  }
-  return vm;
-}
-
-// Parses a command's options (with at most one positional argument); prints the command's help and returns
-// nothing when --help was given.
-std::optional<po::variables_map> parse_command(const std::vector<std::string>& args, const po::options_description& opts,
-                                               const char* positional = nullptr) {
-  po::positional_options_description pos;
-  if (positional) pos.add(positional, 1);
-  auto vm = parse(args, opts, pos);
-  if (vm.count("help")) {
-    std::cout << opts << "\n";
-    return std::nullopt;
-  }
-  return vm;
-}
 
 // The SimGrid engine's network section (stdout, deterministic) and the simulation's cost (stderr).
 void print_network(const scenario::Scenario& s, const scenario::Evaluation& ev) {
@@ -122,9 +86,7 @@ int cmd_run(const std::vector<std::string>& args) {
   if (!parsed) return kOk;
   const auto& vm = *parsed;
   if (!vm.count("scenario")) throw UsageError("missing the scenario file (shardsim run SCENARIO.yaml)");
-  if (vm.count("engine") && vm["engine"].as<std::string>() != "analytical" && vm["engine"].as<std::string>() != "simgrid") {
-    throw UsageError(fmt::format("unknown engine '{}'; available: analytical, simgrid", vm["engine"].as<std::string>()));
-  }
+  if (vm.count("engine")) check_engine(vm["engine"].as<std::string>());
   engine::EngineOptions engine_options;
   if (vm.count("topology")) engine_options.topology = topology::parse_topology_kind(vm["topology"].as<std::string>(), "--topology");
   std::vector<scenario::PlanOverride> overrides;
@@ -138,11 +100,8 @@ int cmd_run(const std::vector<std::string>& args) {
   auto scenarios = scenario::load_scenarios(vm["scenario"].as<std::string>(), overrides);
   if (vm.count("calibration")) {
     const std::string path = vm["calibration"].as<std::string>();
-    const auto cal = validate::parse_calibration(scenario::read_text_file(path, "calibration file"), path);
-    for (auto& s : scenarios) {
-      validate::apply_calibration(cal, s.cluster);
-      validate::apply_parameters(cal, s);
-    }
+    const auto cal = validate::load_calibration(path);
+    for (auto& s : scenarios) validate::apply_to_scenario(cal, s);
   }
   if ((vm.count("trace") || vm.count("memory-csv")) && scenarios.size() != 1) {
     throw UsageError("--trace and --memory-csv take a scenario without a sweep: section");
@@ -269,214 +228,6 @@ int cmd_search(const std::vector<std::string>& args) {
   // Timing goes to stderr so that stdout stays byte-identical between runs.
   std::cerr << fmt::format("searched {} plans in {:.2f} s ({:.0f} plans/s)\n", result.feasible + result.infeasible,
                            result.wall_s, (result.feasible + result.infeasible) / result.wall_s);
-  return kOk;
-}
-
-// Loads the validation sets named by id (every set in `dir` when `names` is empty).
-std::vector<validate::ValidationSet> load_sets(const std::vector<std::string>& names, const std::string& dir) {
-  std::vector<validate::ValidationSet> all, out;
-  for (const auto& name : names) {
-    if (name.ends_with(".yaml") || name.ends_with(".yml")) {
-      out.push_back(validate::load_validation_set(name));
-      continue;
-    }
-    if (all.empty()) {
-      for (const auto& f : validate::validation_set_files(dir)) all.push_back(validate::load_validation_set(f));
-    }
-    auto it = std::find_if(all.begin(), all.end(), [&](const auto& s) { return s.id == name; });
-    if (it == all.end()) {
-      std::vector<std::string> ids;
-      for (const auto& s : all) ids.push_back(s.id);
-      throw UsageError(fmt::format("no validation set '{}' in {}; available: {}", name, dir, scenario::join(ids)));
-    }
-    out.push_back(*it);
-  }
-  if (names.empty()) {
-    for (const auto& f : validate::validation_set_files(dir)) out.push_back(validate::load_validation_set(f));
-  }
-  return out;
-}
-
-std::vector<std::string> split_commas(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string part; std::getline(ss, part, ',');) {
-    if (!part.empty()) out.push_back(part);
-  }
-  return out;
-}
-
-int cmd_calibrate(const std::vector<std::string>& args) {
-  po::options_description opts(
-      "shardsim calibrate RESULTS.yaml [options]\n"
-      "shardsim calibrate (--runs RUNS.csv | --set SET ...) --fit PARAM[,PARAM...] [options]\n\n"
-      "With RESULTS.yaml: fits latency + size/bandwidth per copy path and kernel and GEMM efficiency against size to "
-      "device measurements (as shardsim-validate bench writes them) and prints measured next to predicted.\n"
-      "With --runs or --set: fits the named model parameters to measured training runs by bounded least squares, "
-      "prints each value with its 1-sigma uncertainty and the error before and after on the fitted runs and on the "
-      "held-out ones (role check), which the fit never sees.\n"
-      "Either way -o writes a calibration file for shardsim run --calibration.\n\noptions");
-  opts.add_options()("help,h", "show this help")("results", po::value<std::string>(), "device measurements YAML")(
-      "runs", po::value<std::string>(), "measured runs CSV: scenario or row (SET/ROW), metric, measured[, id, role]")(
-      "set", po::value<std::vector<std::string>>()->multitoken(),
-      "validation sets whose rows are the runs (fit sets fitted, check sets held out)")(
-      "fit", po::value<std::string>(), "the parameters to fit, comma-separated (e.g. device.gemm_efficiency)")(
-      "data", po::value<std::string>()->default_value(SHARDSIM_VALIDATION_DATA), "folder of the validation sets")(
-      "engine", po::value<std::string>()->default_value("analytical"), "engine: analytical or simgrid")(
-      "threads", po::value<int>()->default_value(0), "worker threads (0: one per core)")(
-      "output,o", po::value<std::string>(), "write the calibration here (for shardsim run --calibration)")(
-      "parameters", po::value<std::string>(), "list the parameters a calibration may fit for this scenario's machine")(
-      "collectives", po::value<std::vector<std::string>>()->multitoken(),
-      "collective benchmarks (nccl-tests / rccl-tests output, or CSV as FILE:RANKS) to fit network parameters to")(
-      "op", po::value<std::string>()->default_value("all_reduce"),
-      "the benchmarks' collective: all_reduce, all_gather, reduce_scatter, alltoall, sendrecv")(
-      "cluster", po::value<std::string>(), "with --collectives: the machine (a preset or a scenario file's cluster)");
-  const auto parsed = parse_command(args, opts, "results");
-  if (!parsed) return kOk;
-  const auto& vm = *parsed;
-  if (vm.count("parameters")) {
-    const auto scenarios = scenario::load_scenarios(vm["parameters"].as<std::string>());
-    const auto& s = scenarios.front();
-    std::cout << fmt::format("parameters of {} ({}):\n  {:<28} {:>12} {:>26}  {}\n", s.name, s.cluster.name, "name",
-                             "value", "range", "source");
-    for (const auto& p : validate::model_parameters(s)) {
-      std::cout << fmt::format("  {:<28} {:>12} {:>26}  {}{}\n", p.name, validate::format_parameter_value(p.get(s), p.unit, 4),
-                               validate::format_parameter_value(p.lower, p.unit, 4) + " .. " +
-                                   validate::format_parameter_value(p.upper, p.unit, 4),
-                               p.source, p.affects_time ? "" : " (memory only)");
-    }
-    return kOk;
-  }
-  if (vm.count("collectives")) {
-    if (!vm.count("fit")) throw UsageError("--fit names the parameters to fit (e.g. --fit network.nvswitch.latency)");
-    if (!vm.count("cluster")) throw UsageError("--cluster names the machine the collectives ran on");
-    scenario::Scenario machine;
-    const std::string c = vm["cluster"].as<std::string>();
-    if (c.ends_with(".yaml") || c.ends_with(".yml")) {
-      machine = scenario::load_scenarios(c).front();
-    } else {
-      const auto* preset = topology::find_cluster_preset(c);
-      if (!preset) throw UsageError(fmt::format("unknown cluster '{}'", c));
-      machine.cluster = *preset;
-      machine.name = c;
-    }
-    const auto op = validate::parse_collective_op(vm["op"].as<std::string>());
-    std::vector<validate::CollectiveSample> samples;
-    for (const auto& spec : vm["collectives"].as<std::vector<std::string>>()) {
-      // FILE or FILE:RANKS
-      std::string file = spec;
-      int ranks = 0;
-      const auto colon = spec.rfind(':');
-      if (colon != std::string::npos && colon + 1 < spec.size() &&
-          spec.find_first_not_of("0123456789", colon + 1) == std::string::npos) {
-        file = spec.substr(0, colon);
-        ranks = std::stoi(spec.substr(colon + 1));
-      }
-      auto more = validate::load_collective_samples(file, op, ranks);
-      samples.insert(samples.end(), more.begin(), more.end());
-    }
-    const int most = std::max_element(samples.begin(), samples.end(), [](const auto& a, const auto& b) {
-                       return a.ranks < b.ranks;
-                     })->ranks;
-    machine.cluster.nodes = std::max(machine.cluster.nodes, (most + machine.cluster.devices_per_node - 1) /
-                                                                machine.cluster.devices_per_node);
-    const auto fit = validate::fit_collectives(samples, machine, split_commas(vm["fit"].as<std::string>()));
-    if (vm.count("output")) {
-      report::write_file_atomic(vm["output"].as<std::string>(), validate::write_calibration(validate::run_fit_calibration(fit)));
-    }
-    std::cout << fmt::format("{} samples of {} on {}\n", samples.size(), vm["op"].as<std::string>(), machine.cluster.name)
-              << validate::render_run_fit(fit);
-    return kOk;
-  }
-  const bool runs = vm.count("runs") || vm.count("set");
-  if (runs == (vm.count("results") > 0)) {
-    throw UsageError("give either the device results file or runs (--runs RUNS.csv or --set SET)");
-  }
-  if (runs) {
-    if (!vm.count("fit")) throw UsageError("--fit names the parameters to fit (e.g. --fit device.gemm_efficiency)");
-    const std::string engine = vm["engine"].as<std::string>();
-    if (engine != "analytical" && engine != "simgrid") {
-      throw UsageError(fmt::format("unknown engine '{}'; available: analytical, simgrid", engine));
-    }
-    const std::string dir = vm["data"].as<std::string>();
-    std::vector<validate::Observation> obs;
-    if (vm.count("runs")) obs = validate::load_runs(vm["runs"].as<std::string>(), dir);
-    if (vm.count("set")) {
-      for (const auto& set : load_sets(vm["set"].as<std::vector<std::string>>(), dir)) {
-        auto more = validate::observations_of(set);
-        obs.insert(obs.end(), more.begin(), more.end());
-      }
-    }
-    const auto fit = validate::fit_runs(obs, split_commas(vm["fit"].as<std::string>()), engine, vm["threads"].as<int>());
-    if (vm.count("output")) {
-      report::write_file_atomic(vm["output"].as<std::string>(), validate::write_calibration(validate::run_fit_calibration(fit)));
-    }
-    std::cout << validate::render_run_fit(fit);
-    return kOk;
-  }
-  const std::string path = vm["results"].as<std::string>();
-  const auto results = validate::parse_results(scenario::read_text_file(path, "results file"), path);
-  const auto cal = validate::calibrate(results, path);
-  if (vm.count("output")) report::write_file_atomic(vm["output"].as<std::string>(), validate::write_calibration(cal));
-  std::cout << validate::render_comparison(results, cal);
-  return kOk;
-}
-
-int cmd_validate(const std::vector<std::string>& args) {
-  po::options_description opts("shardsim validate [SET...] [options]\n\nRuns every row of the validation sets (published "
-                               "measurements of real training runs, each with its citation) and prints measured next to "
-                               "predicted with the signed error, per set the count, mean and max |error| and the bias, "
-                               "and the claims (ratios, orderings) the sources make. Rows the model refuses are listed "
-                               "with the reason and counted apart.\n\noptions");
-  opts.add_options()("help,h", "show this help")("sets", po::value<std::vector<std::string>>(),
-                                                 "set ids or set files (default: every set in the data folder)")(
-      "data", po::value<std::string>()->default_value(SHARDSIM_VALIDATION_DATA), "folder of the validation sets")(
-      "role", po::value<std::string>(), "only sets of this role: fit or check")(
-      "engine", po::value<std::string>()->default_value("analytical"), "engine: analytical or simgrid")(
-      "rows", "print every row and claim, not only the per-set table")(
-      "threads", po::value<int>()->default_value(0), "worker threads (0: one per core)")(
-      "json", po::value<std::string>(), "also write rows, claims and summaries as JSON to this file")(
-      "csv", po::value<std::string>(), "also write one line per row and metric as CSV to this file")(
-      "calibration", po::value<std::string>(), "apply this calibration file to every row (shardsim calibrate -o)")(
-      "write-bands", po::value<std::string>(), "write the error bands that shardsim run quotes to this file "
-                                               "(validate/error_bands.yaml)");
-  po::positional_options_description pos;
-  pos.add("sets", -1);
-  const auto vm = parse(args, opts, pos);
-  if (vm.count("help")) {
-    std::cout << opts << "\n";
-    return kOk;
-  }
-  const std::string engine = vm["engine"].as<std::string>();
-  if (engine != "analytical" && engine != "simgrid") {
-    throw UsageError(fmt::format("unknown engine '{}'; available: analytical, simgrid", engine));
-  }
-  const std::string dir = vm["data"].as<std::string>();
-  auto sets = load_sets(vm.count("sets") ? vm["sets"].as<std::vector<std::string>>() : std::vector<std::string>{}, dir);
-  if (vm.count("role")) {
-    const std::string role = vm["role"].as<std::string>();
-    if (role != "fit" && role != "check") throw UsageError(fmt::format("--role takes fit or check (got '{}')", role));
-    std::erase_if(sets, [&](const auto& s) { return s.role != role; });
-  }
-  if (sets.empty()) throw UsageError(fmt::format("no validation sets to run (folder {})", dir));
-  if (vm.count("calibration")) {
-    const std::string path = vm["calibration"].as<std::string>();
-    const auto cal = validate::parse_calibration(scenario::read_text_file(path, "calibration file"), path);
-    for (auto& set : sets) {
-      for (auto& row : set.rows) {
-        if (!row.scenario) continue;
-        validate::apply_calibration(cal, row.scenario->cluster);
-        validate::apply_parameters(cal, *row.scenario);
-      }
-    }
-  }
-  const auto report = validate::run_validation(sets, engine, vm["threads"].as<int>());
-  if (vm.count("json")) report::write_file_atomic(vm["json"].as<std::string>(), validate::validation_to_json(report).dump(2) + "\n");
-  if (vm.count("csv")) report::write_file_atomic(vm["csv"].as<std::string>(), validate::validation_to_csv(report));
-  if (vm.count("write-bands")) {
-    report::write_file_atomic(vm["write-bands"].as<std::string>(), validate::write_error_bands(validate::error_bands(report)));
-  }
-  std::cout << validate::render_validation(report, vm.count("rows") > 0);
   return kOk;
 }
 

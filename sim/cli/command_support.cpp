@@ -1,0 +1,49 @@
+#include "sim/cli/command_support.hpp"
+
+#include <fmt/format.h>
+
+#include <iostream>
+#include <sstream>
+
+namespace shardsim::cli {
+
+po::variables_map parse(const std::vector<std::string>& args, const po::options_description& opts,
+                        const po::positional_options_description& pos) {
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(opts).positional(pos).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(e.what());
+  }
+  return vm;
+}
+
+std::optional<po::variables_map> parse_command(const std::vector<std::string>& args, const po::options_description& opts,
+                                               const char* positional) {
+  po::positional_options_description pos;
+  if (positional) pos.add(positional, 1);
+  auto vm = parse(args, opts, pos);
+  if (vm.count("help")) {
+    std::cout << opts << "\n";
+    return std::nullopt;
+  }
+  return vm;
+}
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string part; std::getline(ss, part, ',');) {
+    if (!part.empty()) out.push_back(part);
+  }
+  return out;
+}
+
+void check_engine(const std::string& engine) {
+  if (engine != "analytical" && engine != "simgrid") {
+    throw UsageError(fmt::format("unknown engine '{}'; available: analytical, simgrid", engine));
+  }
+}
+
+}  // namespace shardsim::cli

@@ -1,0 +1,36 @@
+#pragma once
+// What the commands of the `shardsim` CLI share: exit codes, the usage error, option parsing with --help, and
+// small argument helpers.
+#include <boost/program_options.hpp>
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace shardsim::cli {
+
+namespace po = boost::program_options;
+
+constexpr int kOk = 0;
+constexpr int kInternal = 1;
+constexpr int kBadInput = 2;
+
+/** @brief A command line that does not parse, or misses what the command needs (exit 2 with the usage). */
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/** @brief Parses `args` against `opts` and `pos`; boost's errors become UsageError. */
+po::variables_map parse(const std::vector<std::string>& args, const po::options_description& opts,
+                        const po::positional_options_description& pos);
+/** @brief Parses a command's options (with at most one positional argument); prints the command's help and returns
+ *  nothing when --help was given. */
+std::optional<po::variables_map> parse_command(const std::vector<std::string>& args, const po::options_description& opts,
+                                               const char* positional = nullptr);
+/** @brief "a,b,,c" -> {a, b, c}. */
+std::vector<std::string> split_commas(const std::string& s);
+/** @brief Throws UsageError unless `engine` is analytical or simgrid. */
+void check_engine(const std::string& engine);
+
+}  // namespace shardsim::cli
