@@ -11,7 +11,9 @@
 namespace shardsim::core {
 
 enum class Recompute { kNone, kSelective, kFull };
-enum class CollectiveAlgorithm { kAuto, kRing, kTree, kHierarchical };
+/// kAuto: what NCCL / RCCL would run (rings for all-gather and reduce-scatter; ring or tree for all-reduce,
+/// whichever its cost is lower). kBest: the fastest algorithm shardsim knows, hierarchical included (a what-if).
+enum class CollectiveAlgorithm { kAuto, kRing, kTree, kHierarchical, kBest };
 
 std::string_view recompute_name(Recompute r);
 std::string_view algorithm_name(CollectiveAlgorithm a);

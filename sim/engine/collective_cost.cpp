@@ -173,14 +173,19 @@ CollectiveEstimate estimate_collective(const core::ClusterSpec& cluster, const G
       // NCCL only has trees for all-reduce; other operations run as rings.
       return all_reduce ? tree_all_reduce(v, m) : ring(v, per_edge, steps);
     case CollectiveAlgorithm::kHierarchical: return hierarchical(v, op, m);
-    case CollectiveAlgorithm::kAuto: {
+    case CollectiveAlgorithm::kAuto:
+    case CollectiveAlgorithm::kBest: {
+      // NCCL / RCCL run all-gather and reduce-scatter as rings, and all-reduce as a ring or a tree by their
+      // tuner's cost (NVIDIA/nccl src/graph/tuning.cc); `best` also tries the hierarchical scheme.
       CollectiveEstimate best = ring(v, per_edge, steps);
       if (all_reduce) {
         CollectiveEstimate t = tree_all_reduce(v, m);
         if (t.time < best.time) best = t;
       }
-      CollectiveEstimate h = hierarchical(v, op, m);
-      if (h.time < best.time) best = h;
+      if (requested == CollectiveAlgorithm::kBest) {
+        CollectiveEstimate h = hierarchical(v, op, m);
+        if (h.time < best.time) best = h;
+      }
       return best;
     }
   }
