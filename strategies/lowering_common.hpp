@@ -27,6 +27,18 @@ inline void add_tensor_parallel(graph::TaskGraph& g, std::uint16_t role, std::ui
   }
 }
 
+/** @brief The parameter all-gathers of one unit as DeepSpeed's ZeRO-3 issues them: one collective per submodule
+ *  (`modules` of them, each an even share of `payload`: what a ring costs depends on the total only, but every
+ *  collective pays the ring's per-step latency), in order on `stream`; the first waits for `after` when given.
+ *  Returns the first and the last. */
+struct GatherChain {
+  graph::TaskId first = 0;
+  graph::TaskId last = 0;
+};
+GatherChain add_module_gathers(graph::TaskGraph& g, std::uint16_t role, graph::Stream stream, graph::Purpose purpose,
+                               std::uint16_t group, double payload, int modules, std::int32_t unit, std::int32_t micro,
+                               std::optional<graph::TaskId> after);
+
 /** @brief Copies the plan's compression (per parallel dimension) into the graph's per-purpose codec costs. */
 void apply_compression(graph::TaskGraph& g, const core::PlanSpec& plan);
 

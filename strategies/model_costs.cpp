@@ -67,6 +67,8 @@ ModelCosts compute_model_costs(const core::ModelSpec& m, const core::PlanSpec& p
       break;
   }
   blk.tp_allreduces = plan.tp > 1 ? 2 : 0;
+  // QKV (or q, k, v) and the output projection, the MLP's two or three linears, two norms.
+  blk.modules = (m.fused_qkv ? 2 : 4) + (swiglu ? 3 : 2) + 2;
 
   // ---- embedding: vocabulary-parallel lookup; negligible FLOPs ----
   UnitCost emb;
@@ -74,6 +76,7 @@ ModelCosts compute_model_costs(const core::ModelSpec& m, const core::PlanSpec& p
   emb.fwd_mem = core::Bytes(2.0 * tokens * h * e);
   emb.bwd_mem = core::Bytes(2.0 * tokens * h * e);
   emb.tp_allreduces = plan.tp > 1 ? 1 : 0;
+  emb.modules = m.position == core::PositionKind::kLearned ? 2 : 1;
 
   // ---- head: final norm, output projection (vocabulary-parallel), cross-entropy in fp32 ----
   UnitCost head;
@@ -86,6 +89,7 @@ ModelCosts compute_model_costs(const core::ModelSpec& m, const core::PlanSpec& p
   head.bwd_mem = core::Bytes(logits * (e + 4.0));
   // Saved: final-norm input (e*sbh) and the logits with their fp32 softmax for the loss gradient.
   head.act_saved = core::Bytes(tokens * h * e + logits * (e + 4.0));
+  head.modules = m.tied_embeddings ? 1 : 2;  // final norm (+ the output projection unless tied)
 
   if (device) {
     const LayerTimes times = time_layers(m, plan, *device);

@@ -138,20 +138,24 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
   const bool plain_all_reduce = sh.grads == 1 && sh.optimizer == 1;
   const double bucket_bytes = plain_all_reduce ? plan.ddp_bucket.value() : plan.reduce_bucket.value();
 
-  // One parameter gather of `elements` over `grp`, INT8 when `quantize`; returns the task the compute waits on.
-  auto gather_params = [&](double elements, std::uint16_t grp, int shard, bool quantize, Purpose purpose, int unit,
-                           int micro, std::int32_t wait_unit, const std::vector<TaskId>& computed) {
+  // The parameter gathers of a unit of `elements` over `grp` (one per submodule), INT8 when `quantize`; returns the
+  // task the compute waits on.
+  auto gather_params = [&](double elements, int modules, std::uint16_t grp, int shard, bool quantize, Purpose purpose,
+                           int unit, int micro, std::int32_t wait_unit, const std::vector<TaskId>& computed) {
     const double full = elements * pb;
     const double payload = quantize ? quantized_bytes(elements, 8.0, quant.block) : full;
+    const std::optional<TaskId> after =
+        wait_unit >= 0 ? std::optional<TaskId>(computed[static_cast<std::size_t>(wait_unit)]) : std::nullopt;
+    if (!quantize) {
+      const GatherChain c = add_module_gathers(g, role, gather_stream, purpose, grp, payload, modules, unit, micro, after);
+      g.add_mem(c.first, false, MemKind::kGatheredParams, core::Bytes(full));
+      return c.last;
+    }
     // Quantise this rank's shard before sending (qwZ), gather, dequantise what arrived.
-    const TaskId first =
-        quantize ? g.add_kernel(role, gather_stream, purpose, unit, micro, core::Bytes(elements / shard * (pb + 1.0)))
-                 : g.add_collective(role, gather_stream, CollectiveOp::kAllGather, purpose, grp, core::Bytes(payload),
-                                    unit, micro);
-    if (wait_unit >= 0) g.add_dep(first, computed[static_cast<std::size_t>(wait_unit)]);
+    const TaskId first = g.add_kernel(role, gather_stream, purpose, unit, micro, core::Bytes(elements / shard * (pb + 1.0)));
+    if (after) g.add_dep(first, *after);
     g.add_mem(first, false, MemKind::kGatheredParams, core::Bytes(full));
-    if (!quantize) return first;
-    g.add_collective(role, gather_stream, CollectiveOp::kAllGather, purpose, grp, core::Bytes(payload), unit, micro);
+    add_module_gathers(g, role, gather_stream, purpose, grp, payload, modules, unit, micro, std::nullopt);
     return g.add_kernel(role, gather_stream, purpose, unit, micro, core::Bytes(elements * (1.0 + pb)));
   };
 
@@ -218,7 +222,7 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
       const UnitCost& c = costs.units[static_cast<std::size_t>(u)];
       TaskId ready = 0;
       if (gather) {
-        ready = gather_params(c.params, p_group, sh.params, quant.weights, Purpose::kParamGatherFwd, u, mb,
+        ready = gather_params(c.params, c.modules, p_group, sh.params, quant.weights, Purpose::kParamGatherFwd, u, mb,
                               u - ahead - 1, fwd_compute);
       }
       const TaskId f = g.add_compute(role, Phase::kForward, u, mb, c.fwd_flops, c.fwd_mem, c.fwd_time);
@@ -241,10 +245,10 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
         // hpZ: the backward gather reads the fp16 secondary copy inside the node; otherwise it repeats the
         // forward's gather (quantised when qwZ is on).
         ready = sh.secondary > 0
-                    ? gather_params(c.params, h_group, sh.secondary, false, Purpose::kParamGatherBwd, u, mb, wait,
-                                    bwd_compute)
-                    : gather_params(c.params, p_group, sh.params, quant.weights, Purpose::kParamGatherBwd, u, mb,
-                                    wait, bwd_compute);
+                    ? gather_params(c.params, c.modules, h_group, sh.secondary, false, Purpose::kParamGatherBwd, u,
+                                    mb, wait, bwd_compute)
+                    : gather_params(c.params, c.modules, p_group, sh.params, quant.weights, Purpose::kParamGatherBwd,
+                                    u, mb, wait, bwd_compute);
       }
       TaskId wait_on = 0;
       const bool must_wait = reduce_now && buckets.must_wait(wait_on);

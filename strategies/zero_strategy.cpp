@@ -83,10 +83,12 @@ void ZeroStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) const {
       TaskId ag = 0;
       const bool gather = stage3 && !single_rank;
       if (gather) {
-        ag = g.add_collective(role, gather_stream, CollectiveOp::kAllGather, Purpose::kParamGatherFwd, dp_group,
-                              core::Bytes(gathered), u, mb);
-        if (u - ahead - 1 >= 0) g.add_dep(ag, fwd_compute[static_cast<std::size_t>(u - ahead - 1)]);
-        g.add_mem(ag, false, MemKind::kGatheredParams, core::Bytes(gathered));
+        const auto after = u - ahead - 1 >= 0 ? std::optional<TaskId>(fwd_compute[static_cast<std::size_t>(u - ahead - 1)])
+                                              : std::nullopt;
+        const GatherChain chain = add_module_gathers(g, role, gather_stream, Purpose::kParamGatherFwd, dp_group,
+                                                     gathered, c.modules, u, mb, after);
+        ag = chain.last;
+        g.add_mem(chain.first, false, MemKind::kGatheredParams, core::Bytes(gathered));
       }
       const TaskId f = g.add_compute(role, Phase::kForward, u, mb, c.fwd_flops, c.fwd_mem, c.fwd_time);
       if (gather) {
@@ -106,10 +108,13 @@ void ZeroStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) const {
       TaskId ag = 0;
       const bool gather = stage3 && !single_rank;
       if (gather) {
-        ag = g.add_collective(role, gather_stream, CollectiveOp::kAllGather, Purpose::kParamGatherBwd, dp_group,
-                              core::Bytes(gathered), u, mb);
-        if (u + ahead + 1 < units) g.add_dep(ag, bwd_compute[static_cast<std::size_t>(u + ahead + 1)]);
-        g.add_mem(ag, false, MemKind::kGatheredParams, core::Bytes(gathered));
+        const auto after = u + ahead + 1 < units
+                               ? std::optional<TaskId>(bwd_compute[static_cast<std::size_t>(u + ahead + 1)])
+                               : std::nullopt;
+        const GatherChain chain = add_module_gathers(g, role, gather_stream, Purpose::kParamGatherBwd, dp_group,
+                                                     gathered, c.modules, u, mb, after);
+        ag = chain.last;
+        g.add_mem(chain.first, false, MemKind::kGatheredParams, core::Bytes(gathered));
       }
       bool have_first = false;
       if (c.recompute_flops.value() > 0.0 || c.recompute_mem.value() > 0.0) {

@@ -114,6 +114,7 @@ ModelSpec make_llama2(const char* name, int layers, int hidden, int heads, int k
   m.tied_embeddings = false;
   m.param_dtype = Dtype::kBf16;
   m.grad_dtype = Dtype::kBf16;
+  m.fused_qkv = false;  // q_proj, k_proj, v_proj (HF LlamaAttention)
   m.source = "Touvron et al. 2023, Llama 2 (arXiv 2307.09288), Table 1; HF meta-llama config.json";
   return m;
 }

@@ -29,6 +29,7 @@ struct ModelSpec {
   PositionKind position = PositionKind::kRotary;
   bool linear_bias = true;
   bool tied_embeddings = false;
+  bool fused_qkv = true;  ///< one QKV projection (GPT-NeoX, Megatron) or separate q, k, v (Hugging Face LLaMA)
   Dtype param_dtype = Dtype::kBf16;      ///< working weights and compute
   Dtype grad_dtype = Dtype::kBf16;       ///< gradients as reduced
   Dtype optimizer_dtype = Dtype::kFp32;  ///< master weights and Adam moments

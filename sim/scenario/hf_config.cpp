@@ -74,6 +74,7 @@ core::ModelSpec parse_hf_config(const std::string& text, const std::string& file
     m.norm = core::NormKind::kRmsNorm;
     m.linear_bias = r.flag_or("attention_bias", false);
     m.tied_embeddings = r.flag_or("tie_word_embeddings", false);
+    m.fused_qkv = false;  // q_proj, k_proj, v_proj
   } else {
     throw core::ConfigError(r.where(), "model_type",
                             fmt::format("unsupported model_type \"{}\"; expected gpt_neox, llama or mistral", type));
