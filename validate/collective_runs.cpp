@@ -132,42 +132,23 @@ RunFit fit_collectives(const std::vector<CollectiveSample>& samples, const scena
                                                                machine.cluster.total_devices(), s.ranks));
     }
   }
-  auto predict = [&](const std::vector<double>& x) {
-    scenario::Scenario s = machine;
-    for (std::size_t k = 0; k < names.size(); ++k) find_model_parameter(s, names[k])->set(s, x[k]);
-    std::vector<double> out;
-    out.reserve(samples.size());
-    for (const auto& c : samples) {
-      const auto shape = topology::strided_group_shape(s.cluster, c.ranks, 1);
-      out.push_back(engine::estimate_collective(s.cluster, shape, c.op, core::Bytes(c.bytes),
-                                                core::CollectiveAlgorithm::kAuto).time.value());
-    }
-    return out;
-  };
-  auto stats_of = [&](const std::vector<double>& pred) {
-    ErrorStats e;
-    for (std::size_t i = 0; i < samples.size(); ++i) {
-      const double err = (pred[i] - samples[i].seconds) / samples[i].seconds;
-      ++e.count;
-      e.mean_abs += std::fabs(err) / static_cast<double>(samples.size());
-      e.bias += err / static_cast<double>(samples.size());
-    }
-    return e;
-  };
-  f.fit_before = stats_of(predict(f.initial));
-  FitProblem problem;
-  problem.names = names;
-  problem.initial = f.initial;
-  problem.lower = f.lower;
-  problem.upper = f.upper;
-  problem.residuals = [&](const std::vector<double>& x) {
-    const auto pred = predict(x);
-    std::vector<double> r(samples.size());
-    for (std::size_t i = 0; i < samples.size(); ++i) r[i] = std::log(pred[i] / samples[i].seconds);
-    return r;
-  };
-  f.fit = fit_least_squares(problem);
-  f.fit_after = stats_of(predict(f.fit.values));
+  std::vector<double> measured;
+  for (const auto& c : samples) measured.push_back(c.seconds);
+  fit_log_ratio(
+      f,
+      [&](const std::vector<double>& x) {
+        scenario::Scenario s = machine;
+        for (std::size_t k = 0; k < names.size(); ++k) find_model_parameter(s, names[k])->set(s, x[k]);
+        std::vector<std::optional<double>> out;
+        out.reserve(samples.size());
+        for (const auto& c : samples) {
+          const auto shape = topology::strided_group_shape(s.cluster, c.ranks, 1);
+          out.push_back(engine::estimate_collective(s.cluster, shape, c.op, core::Bytes(c.bytes),
+                                                    core::CollectiveAlgorithm::kAuto).time.value());
+        }
+        return out;
+      },
+      measured);
   return f;
 }
 

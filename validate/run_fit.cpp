@@ -55,14 +55,24 @@ std::vector<std::optional<double>> predict_all(const std::vector<const Observati
   return out;
 }
 
-ErrorStats stats(const std::vector<const Observation*>& obs, const std::vector<std::optional<double>>& pred) {
+// The measured values of `obs`, in order.
+std::vector<double> measured_of(const std::vector<const Observation*>& obs) {
+  std::vector<double> m;
+  m.reserve(obs.size());
+  for (const auto* o : obs) m.push_back(o->measured);
+  return m;
+}
+
+}  // namespace
+
+ErrorStats error_stats(const std::vector<std::optional<double>>& predicted, const std::vector<double>& measured) {
   ErrorStats e;
-  for (std::size_t i = 0; i < obs.size(); ++i) {
-    if (!pred[i]) {
+  for (std::size_t i = 0; i < predicted.size(); ++i) {
+    if (!predicted[i]) {
       ++e.refused;
       continue;
     }
-    const double err = (*pred[i] - obs[i]->measured) / obs[i]->measured;
+    const double err = (*predicted[i] - measured[i]) / measured[i];
     ++e.count;
     e.mean_abs += std::fabs(err);
     e.bias += err;
@@ -74,7 +84,26 @@ ErrorStats stats(const std::vector<const Observation*>& obs, const std::vector<s
   return e;
 }
 
-}  // namespace
+void fit_log_ratio(RunFit& f, const std::function<std::vector<std::optional<double>>(const std::vector<double>&)>& predict,
+                   const std::vector<double>& measured) {
+  f.fit_before = error_stats(predict(f.initial), measured);
+  FitProblem problem;
+  problem.names = f.names;
+  problem.initial = f.initial;
+  problem.lower = f.lower;
+  problem.upper = f.upper;
+  problem.residuals = [&](const std::vector<double>& x) {
+    const auto pred = predict(x);
+    std::vector<double> r(measured.size());
+    for (std::size_t i = 0; i < measured.size(); ++i) {
+      // A plan that stops fitting in memory under some values counts as a factor-e miss rather than vanishing.
+      r[i] = pred[i] ? std::log(*pred[i] / measured[i]) : 1.0;
+    }
+    return r;
+  };
+  f.fit = fit_least_squares(problem);
+  f.fit_after = error_stats(predict(f.fit.values), measured);
+}
 
 std::vector<Observation> observations_of(const ValidationSet& set) {
   std::vector<Observation> out;
@@ -192,9 +221,7 @@ RunFit fit_runs(const std::vector<Observation>& observations, const std::vector<
     f.upper.push_back(p->upper);
   }
   const auto before_fit = predict_all(fit_obs, names, f.initial, engine, threads);
-  const auto before_check = predict_all(check_obs, names, f.initial, engine, threads);
-  f.fit_before = stats(fit_obs, before_fit);
-  f.check_before = stats(check_obs, before_check);
+  f.check_before = error_stats(predict_all(check_obs, names, f.initial, engine, threads), measured_of(check_obs));
   // Observations the model refuses at the start stay out of the fit (they are counted as refused).
   std::vector<const Observation*> used;
   for (std::size_t i = 0; i < fit_obs.size(); ++i) {
@@ -205,23 +232,12 @@ RunFit fit_runs(const std::vector<Observation>& observations, const std::vector<
                             fmt::format("at least as many fit observations as parameters ({} usable for {})",
                                         used.size(), names.size()));
   }
-  FitProblem problem;
-  problem.names = names;
-  problem.initial = f.initial;
-  problem.lower = f.lower;
-  problem.upper = f.upper;
-  problem.residuals = [&](const std::vector<double>& x) {
-    const auto pred = predict_all(used, names, x, engine, threads);
-    std::vector<double> r(used.size());
-    for (std::size_t i = 0; i < used.size(); ++i) {
-      // A plan that stops fitting in memory under some values counts as a factor-e miss rather than vanishing.
-      r[i] = pred[i] ? std::log(*pred[i] / used[i]->measured) : 1.0;
-    }
-    return r;
-  };
-  f.fit = fit_least_squares(problem);
-  f.fit_after = stats(fit_obs, predict_all(fit_obs, names, f.fit.values, engine, threads));
-  f.check_after = stats(check_obs, predict_all(check_obs, names, f.fit.values, engine, threads));
+  fit_log_ratio(f, [&](const std::vector<double>& x) { return predict_all(used, names, x, engine, threads); },
+                measured_of(used));
+  // Report the fitted set whole, refused runs included.
+  f.fit_before = error_stats(before_fit, measured_of(fit_obs));
+  f.fit_after = error_stats(predict_all(fit_obs, names, f.fit.values, engine, threads), measured_of(fit_obs));
+  f.check_after = error_stats(predict_all(check_obs, names, f.fit.values, engine, threads), measured_of(check_obs));
   return f;
 }
 

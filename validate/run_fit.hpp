@@ -3,6 +3,8 @@
 // with one measured metric; the chosen parameters of model_parameters.hpp are fitted by bounded least squares
 // on the observations marked fit, and the error before and after is reported on those and on the held-out
 // (check) observations, which the fit never sees.
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,12 +38,21 @@ struct ErrorStats {
   double bias = 0.0;
 };
 
+/** @brief Signed relative errors of `predicted` against `measured` (same length); nullopt: refused. */
+ErrorStats error_stats(const std::vector<std::optional<double>>& predicted, const std::vector<double>& measured);
+
 struct RunFit {
   std::vector<std::string> names, units, sources;
   std::vector<double> initial, lower, upper;
   FitResult fit;
   ErrorStats fit_before, fit_after, check_before, check_after;
 };
+
+/** @brief Bounded least squares of log(predicted / measured) over f.names from f.initial within [f.lower, f.upper]
+ *  (set by the caller); `predict` gives one value per measurement for parameter values x (nullopt: the model
+ *  refuses it, counted as a factor-e miss). Fills f.fit and the fitted rows' errors before and after. */
+void fit_log_ratio(RunFit& f, const std::function<std::vector<std::optional<double>>(const std::vector<double>&)>& predict,
+                   const std::vector<double>& measured);
 
 /** @brief Fits `names` on the fit observations (residual: log(predicted / measured), so that 2x too slow and 2x
  *  too fast weigh the same) with `threads` workers (0: one per core). Throws core::ConfigError when a name is
