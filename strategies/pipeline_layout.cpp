@@ -10,13 +10,17 @@ PipelineLayout::PipelineLayout(int units, const core::PlanSpec& plan)
     : stages_(plan.pp), virtual_(plan.virtual_stages), micros_(plan.grad_accumulation()) {
   const int blocks = units - 2;
   const int n = stages_ * virtual_;
-  SHARDSIM_ASSERT(blocks % n == 0, "blocks not divisible by pipeline chunks");
+  SHARDSIM_ASSERT(blocks >= n && (virtual_ == 1 || blocks % n == 0), "blocks do not split over the pipeline chunks");
+  // DeepSpeed's uniform partition (runtime/utils.py partition_uniform): every chunk gets blocks / n, the first
+  // blocks % n one more (BLOOM's 70 layers on 12 stages: 6 on ten stages, 5 on the last two).
   const int per = blocks / n;
+  const int extra = blocks % n;
   units_.resize(static_cast<std::size_t>(n));
+  int next = 1;
   for (int c = 0; c < n; ++c) {
     auto& u = units_[static_cast<std::size_t>(c)];
     if (c == 0) u.push_back(0);  // embedding
-    for (int b = 0; b < per; ++b) u.push_back(1 + c * per + b);
+    for (int b = 0; b < per + (c < extra ? 1 : 0); ++b) u.push_back(next++);
     if (c == n - 1) u.push_back(units - 1);  // head
   }
 }

@@ -654,11 +654,12 @@ void resolve_and_check(Scenario& s, const ConfigNode& root, const PlanDeferred& 
   if (m.ffn_hidden % p.tp != 0) {
     at("tp").fail(fmt::format("model ffn_hidden = {} is not divisible by tp = {}", m.ffn_hidden, p.tp));
   }
-  if (m.layers % (p.pp * p.virtual_stages) != 0) {
-    at(p.virtual_stages > 1 ? "virtual_stages" : "pp")
-        .fail(fmt::format("model layers = {} is not divisible by pp x virtual_stages = {} x {}", m.layers, p.pp,
-                          p.virtual_stages));
+  // 1F1B stages may differ by a layer (DeepSpeed's uniform partition); interleaved chunks must be equal.
+  if (p.virtual_stages > 1 && m.layers % (p.pp * p.virtual_stages) != 0) {
+    at("virtual_stages").fail(fmt::format("model layers = {} is not divisible by pp x virtual_stages = {} x {} "
+                                          "(interleaved chunks hold equal layers)", m.layers, p.pp, p.virtual_stages));
   }
+  if (m.layers < p.pp) at("pp").fail(fmt::format("at least one layer per stage (model layers = {}, pp = {})", m.layers, p.pp));
   if (p.virtual_stages > 1 && p.pp == 1) at("virtual_stages").fail("virtual_stages needs pipeline parallelism (pp > 1)");
   const long long per_step = static_cast<long long>(p.micro_batch) * p.dp;
   if (p.global_batch == 0) p.global_batch = static_cast<int>(per_step);

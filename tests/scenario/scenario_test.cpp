@@ -200,8 +200,10 @@ TEST(Scenario, PipelineParallelismRules) {
   EXPECT_EQ(s.at(0).plan.dp, 8);
   expect_error(replace(kGood, "zero_stage: 3", "zero_stage: 3\n  pp: 2"), {7, 15, "plan.zero_stage", "DDP or ZeRO-1 only"});
   expect_error(replace(kGood, "zero_stage: 3", "zero_stage: 1\n  pp: 3"), {8, 7, "plan.pp", "does not divide the cluster"});
-  expect_error(replace(replace(kGood, "nodes: 2", "nodes: 3"), "zero_stage: 3", "zero_stage: 1\n  pp: 3"),
-               {8, 7, "plan.pp", "layers = 32 is not divisible by pp x virtual_stages = 3 x 1"});
+  // 1F1B stages may differ by a layer, as DeepSpeed partitions them (32 layers on 3 stages: 11, 11, 10).
+  const auto uneven =
+      parse_scenarios(replace(replace(kGood, "nodes: 2", "nodes: 3"), "zero_stage: 3", "zero_stage: 1\n  pp: 3"), "s.yaml");
+  EXPECT_EQ(uneven.at(0).plan.pp, 3);
   expect_error(replace(kGood, "zero_stage: 3", "zero_stage: 1\n  pp: 2\n  virtual_stages: 3"),
                {9, 19, "plan.virtual_stages", "not divisible by pp x virtual_stages"});
   expect_error(replace(kGood, "zero_stage: 3", "zero_stage: 1\n  virtual_stages: 2"),

@@ -85,6 +85,30 @@ TEST(PipelineStrategy, InterleavingShrinksTheBubbleByV) {
   }
 }
 
+// DeepSpeed's uniform partition: BLOOM's 70 layers on 12 stages put 6 on the first ten and 5 on the last two, the
+// embedding on stage 0 and the head on the last, each block once.
+TEST(PipelineLayoutTest, UnevenStagesGetTheirExtraLayerFirst) {
+  core::PlanSpec plan;
+  plan.pp = 12;
+  plan.dp = 1;
+  plan.micro_batch = 1;
+  plan.global_batch = 24;
+  const PipelineLayout layout(70 + 2, plan);
+  std::vector<int> seen(72, 0);
+  for (int st = 0; st < 12; ++st) {
+    const auto units = layout.stage_units(st);
+    int blocks = 0;
+    for (int u : units) {
+      ++seen[static_cast<std::size_t>(u)];
+      if (u != 0 && u != 71) ++blocks;
+    }
+    EXPECT_EQ(blocks, st < 10 ? 6 : 5) << "stage " << st;
+  }
+  for (int u = 0; u < 72; ++u) EXPECT_EQ(seen[static_cast<std::size_t>(u)], 1) << "unit " << u;
+  EXPECT_EQ(layout.stage_units(0).front(), 0);
+  EXPECT_EQ(layout.stage_units(11).back(), 71);
+}
+
 TEST(PipelineLayoutTest, ChunksCoverTheModelOnceAndSchedulesBalance) {
   core::PlanSpec plan;
   plan.pp = 4;
