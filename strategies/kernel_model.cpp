@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "sim/core/errors.hpp"
+#include "strategies/model_costs.hpp"
 
 namespace shardsim::strategies {
 namespace {
@@ -114,8 +115,9 @@ LayerTimes time_layers(const core::ModelSpec& m, const core::PlanSpec& plan, con
   // ---- head: final norm, the vocabulary-parallel logits GEMM, fp32 cross-entropy ----
   const GemmShape logits{tokens, m.vocab / t, h};
   const double v = tokens * m.vocab / t;
-  out.head.fwd = km.gemm(logits) + km.memory(v * (e + 2.0 * 4.0) + 2.0 * tokens * h * e, 3);
-  out.head.bwd = km.gemm_backward(logits) + km.memory(v * (e + 4.0) + 2.0 * tokens * h * e, 3);
+  // The final norm (one kernel each way) and the cross-entropy's passes (six forward, four backward).
+  out.head.fwd = km.gemm(logits) + km.memory(v * cross_entropy_bytes_fwd(e) + 2.0 * tokens * h * e, 7);
+  out.head.bwd = km.gemm_backward(logits) + km.memory(v * cross_entropy_bytes_bwd(e) + 2.0 * tokens * h * e, 5);
   return out;
 }
 

@@ -5,6 +5,14 @@
 
 namespace shardsim::strategies {
 
+// Megatron's vocabulary-parallel cross-entropy (megatron/core/tensor_parallel/cross_entropy.py) in fp32, pass by
+// pass over the logits: forward casts the 16-bit logits up (read e, write 4), takes the row max (read 4),
+// subtracts it (read 4, write 4), exponentiates (read 4, write 4), sums (read 4) and divides into the saved
+// softmax (read 4, write 4); backward subtracts the one-hot target and scales by the incoming gradient (read 4,
+// write 4, twice) and casts back (read 4, write e).
+double cross_entropy_bytes_fwd(double e) { return e + 4.0 + 4.0 + 8.0 + 8.0 + 4.0 + 8.0; }
+double cross_entropy_bytes_bwd(double e) { return 8.0 + 8.0 + 4.0 + e; }
+
 ModelCosts compute_model_costs(const core::ModelSpec& m, const core::PlanSpec& plan, const core::DeviceSpec* device) {
   ModelCosts out;
   const double t = plan.tp;
@@ -85,8 +93,8 @@ ModelCosts compute_model_costs(const core::ModelSpec& m, const core::PlanSpec& p
   head.fwd_flops = m.head_forward_flops(tokens) / t;
   head.bwd_flops = 2.0 * head.fwd_flops;
   const double logits = tokens * m.vocab / t;
-  head.fwd_mem = core::Bytes(logits * (e + 2.0 * 4.0));  // write logits, fp32 softmax read+write
-  head.bwd_mem = core::Bytes(logits * (e + 4.0));
+  head.fwd_mem = core::Bytes(logits * (e + cross_entropy_bytes_fwd(e)));  // write the logits, then the loss
+  head.bwd_mem = core::Bytes(logits * cross_entropy_bytes_bwd(e));
   // Saved: final-norm input (e*sbh) and the logits with their fp32 softmax for the loss gradient.
   head.act_saved = core::Bytes(tokens * h * e + logits * (e + 4.0));
   head.modules = m.tied_embeddings ? 1 : 2;  // final norm (+ the output projection unless tied)

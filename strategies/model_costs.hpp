@@ -45,6 +45,10 @@ struct ModelCosts {
 
 /** @brief Costs of `model` under `plan` (uses tp, micro_batch, recompute, flash_attention); with `device`, each
  *  unit's durations from its kernels too. */
+/** @brief Bytes per logit element that the cross-entropy moves, forward and backward (see model_costs.cpp). */
+double cross_entropy_bytes_fwd(double elem_bytes);
+double cross_entropy_bytes_bwd(double elem_bytes);
+
 ModelCosts compute_model_costs(const core::ModelSpec& model, const core::PlanSpec& plan,
                                const core::DeviceSpec* device = nullptr);
 
