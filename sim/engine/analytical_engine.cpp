@@ -15,31 +15,45 @@ constexpr std::size_t kStreams = static_cast<std::size_t>(graph::Stream::kCount)
 }
 
 AnalyticalEngine::AnalyticalEngine(const core::ClusterSpec& cluster, core::CollectiveAlgorithm algorithm)
-    : cluster_(cluster), algorithm_(algorithm) {}
+    : cluster_(&cluster), algorithm_(algorithm) {}
+
+void AnalyticalEngine::rebind(const core::ClusterSpec& cluster, core::CollectiveAlgorithm algorithm) {
+  cluster_ = &cluster;
+  algorithm_ = algorithm;
+}
 
 CollectiveEstimate AnalyticalEngine::collective(const TaskGraph& g, const Task& t) const {
-  return estimate_compressed(cluster_, g.groups()[t.group].shape, t.op, core::Bytes(t.bytes), algorithm_,
+  return estimate_compressed(*cluster_, g.groups()[t.group].shape, t.op, core::Bytes(t.bytes), algorithm_,
                              g.codecs[static_cast<std::size_t>(t.purpose)]);
+}
+
+const CollectiveEstimate& AnalyticalEngine::memo_collective(const TaskGraph& g, const Task& t) {
+  const MemoKey key{t.group, t.op, t.purpose, t.bytes};
+  for (const auto& [k, e] : memo_) {
+    if (k == key) return e;
+  }
+  memo_.emplace_back(key, collective(g, t));
+  return memo_.back().second;
 }
 
 core::Seconds AnalyticalEngine::duration(const TaskGraph& g, const Task& t) const {
   switch (t.kind) {
     case TaskKind::kCompute: {
       if (t.time_s >= 0.0) return core::Seconds(t.time_s);  // timed from its kernels by the strategy
-      const auto peak = cluster_.device.peak_for(g.compute_dtype);
+      const auto peak = cluster_->device.peak_for(g.compute_dtype);
       SHARDSIM_ASSERT(peak.has_value(), "device has no peak for the compute dtype");
-      const double gemm = t.flops / (peak->value() * cluster_.device.gemm_efficiency);
-      const double mem = t.bytes / (cluster_.device.hbm_bandwidth.value() * cluster_.device.memory_efficiency);
+      const double gemm = t.flops / (peak->value() * cluster_->device.gemm_efficiency);
+      const double mem = t.bytes / (cluster_->device.hbm_bandwidth.value() * cluster_->device.memory_efficiency);
       return core::Seconds(gemm + mem);
     }
     case TaskKind::kCollective: return collective(g, t).time;
     case TaskKind::kCopy:
-      SHARDSIM_ASSERT(cluster_.host.link_bandwidth.value() > 0.0, "a host copy on a cluster without a host link");
-      return core::Seconds(t.bytes / cluster_.host.link_bandwidth.value());
+      SHARDSIM_ASSERT(cluster_->host.link_bandwidth.value() > 0.0, "a host copy on a cluster without a host link");
+      return core::Seconds(t.bytes / cluster_->host.link_bandwidth.value());
     case TaskKind::kHostCompute:
-      SHARDSIM_ASSERT(cluster_.host.memory_bandwidth.value() > 0.0, "host work on a cluster without host memory");
+      SHARDSIM_ASSERT(cluster_->host.memory_bandwidth.value() > 0.0, "host work on a cluster without host memory");
       // Every device of the node runs its CPU optimizer at once: each gets its share of host memory bandwidth.
-      return core::Seconds(t.bytes / (cluster_.host.memory_bandwidth.value() / cluster_.devices_per_node));
+      return core::Seconds(t.bytes / (cluster_->host.memory_bandwidth.value() / cluster_->devices_per_node));
   }
   return core::Seconds(0.0);
 }
@@ -58,6 +72,7 @@ void AnalyticalEngine::run(const TaskGraph& g, const EngineOptions& options, Run
   level_bytes_.resize(n);
   bottleneck_.resize(n);
   stream_free_.assign(roles * kStreams, 0.0);
+  memo_.clear();
 
   double finish = 0.0;
   for (std::size_t i = 0; i < n; ++i) {
@@ -67,7 +82,7 @@ void AnalyticalEngine::run(const TaskGraph& g, const EngineOptions& options, Run
     for (graph::TaskId d : g.deps(static_cast<graph::TaskId>(i))) ready = std::max(ready, timing_[d].end_s);
     double dur = 0.0;
     if (t.kind == TaskKind::kCollective) {
-      CollectiveEstimate e = collective(g, t);
+      const CollectiveEstimate& e = memo_collective(g, t);
       dur = e.time.value();
       level_bytes_[i] = e.bytes_by_level;
       bottleneck_[i] = static_cast<std::int8_t>(e.bottleneck_level);
@@ -91,11 +106,12 @@ void AnalyticalEngine::summarise(const TaskGraph& g, const std::vector<TaskTimin
   level_bytes_.resize(tasks.size());
   bottleneck_.resize(tasks.size());
   double finish = 0.0;
+  memo_.clear();
   for (std::size_t i = 0; i < tasks.size(); ++i) {
     level_bytes_[i] = {};
     bottleneck_[i] = -1;
     if (tasks[i].kind == TaskKind::kCollective) {
-      const CollectiveEstimate e = collective(g, tasks[i]);
+      const CollectiveEstimate& e = memo_collective(g, tasks[i]);
       level_bytes_[i] = e.bytes_by_level;
       bottleneck_[i] = static_cast<std::int8_t>(e.bottleneck_level);
     }
@@ -127,7 +143,8 @@ void AnalyticalEngine::analyse_role(const TaskGraph& g, std::uint16_t role, Role
   const auto& tasks = g.tasks();
   // Compute intervals are in start order (one in-order stream). Communication intervals come from several
   // in-order streams; merge them by start time.
-  std::array<std::vector<std::uint32_t>, kStreams> comm_by_stream;
+  auto& comm_by_stream = comm_by_stream_;
+  for (auto& v : comm_by_stream) v.clear();
   std::vector<std::uint32_t>& compute = scratch_;
   compute.clear();
   for (std::size_t i = 0; i < tasks.size(); ++i) {

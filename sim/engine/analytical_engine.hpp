@@ -3,6 +3,7 @@
 // (each (role, stream) is an in-order queue, like a GPU stream; a task starts when its stream is free and
 // its dependencies have finished). No network contention: that is the SimGrid engine's job. Fast enough to
 // sit inside plan search (tens of thousands of evaluations per second).
+#include <array>
 #include <vector>
 
 #include "sim/core/cluster_spec.hpp"
@@ -25,6 +26,10 @@ class AnalyticalEngine {
   /** @brief Prices collectives with `algorithm` (kAuto: fastest per call) on `cluster`. */
   AnalyticalEngine(const core::ClusterSpec& cluster, core::CollectiveAlgorithm algorithm);
 
+  /** @brief Prices further runs on `cluster` with `algorithm`, keeping the buffers of earlier runs (search and
+   *  benchmarks evaluate many plans with one engine). */
+  void rebind(const core::ClusterSpec& cluster, core::CollectiveAlgorithm algorithm);
+
   /** @brief Duration of task `t` of `g`. Precondition: the device has a peak for g.compute_dtype. */
   [[nodiscard]] core::Seconds duration(const graph::TaskGraph& g, const graph::Task& t) const;
   /** @brief Estimate for one collective task of `g`. */
@@ -44,14 +49,28 @@ class AnalyticalEngine {
   void analyse_role(const graph::TaskGraph& g, std::uint16_t role, RoleBreakdown& out);
   void replay_memory(const graph::TaskGraph& g, std::uint16_t role, RoleBreakdown& out,
                      std::vector<MemorySample>& samples);
+  /** @brief collective(), remembered for the run: an iteration repeats few distinct collectives many times
+   *  (every submodule's gather, every micro-batch). */
+  const CollectiveEstimate& memo_collective(const graph::TaskGraph& g, const graph::Task& t);
 
-  const core::ClusterSpec& cluster_;
+  struct MemoKey {
+    std::uint16_t group;
+    graph::CollectiveOp op;
+    graph::Purpose purpose;
+    double bytes;
+    bool operator==(const MemoKey&) const = default;
+  };
+
+  const core::ClusterSpec* cluster_;
   core::CollectiveAlgorithm algorithm_;
   std::vector<TaskTiming> timing_;
   std::vector<double> stream_free_;
   std::vector<std::array<double, graph::kMaxLevels>> level_bytes_;
   std::vector<std::int8_t> bottleneck_;  ///< per task: the level that paced a collective, -1 otherwise
   std::vector<std::uint32_t> scratch_;
+  /// per stream, the communication tasks of the role being analysed (kept to reuse their capacity)
+  std::array<std::vector<std::uint32_t>, static_cast<std::size_t>(graph::Stream::kCount)> comm_by_stream_;
+  std::vector<std::pair<MemoKey, CollectiveEstimate>> memo_;  ///< this run's distinct collectives
 };
 
 }  // namespace shardsim::engine

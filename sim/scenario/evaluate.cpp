@@ -43,11 +43,15 @@ core::Seconds Evaluator::iteration_time(const Scenario& s) {
   const strategies::ModelCosts costs = strategies::compute_model_costs(s.model, s.plan, &s.cluster.device);
   const auto strategy = strategies::make_strategy(s.plan);
   strategy->lower(strategies::LoweringInput{s.model, s.cluster, s.plan, costs}, graph_);
-  engine::AnalyticalEngine eng(s.cluster, s.plan.algorithm);
+  if (engine_) {
+    engine_->rebind(s.cluster, s.plan.algorithm);
+  } else {
+    engine_.emplace(s.cluster, s.plan.algorithm);
+  }
   engine::EngineOptions opts;
   opts.keep_timings = false;
   opts.memory_timeline = false;
-  eng.run(graph_, opts, result_);
+  engine_->run(graph_, opts, result_);
   return result_.iteration_time;
 }
 

@@ -5,6 +5,7 @@
 // FLOP convention: "model TFLOPS" counts 3x the forward FLOPs of Narayanan et al. 2021 (arXiv 2104.04473,
 // Sec. 5.1: 2 FLOPs per multiply-add, attention scores included, logits included), without recomputation;
 // "hardware TFLOPS" adds the FLOPs that recomputation repeats. Both are per GPU per second of iteration.
+#include <optional>
 #include <string>
 
 #include "sim/engine/analytical_engine.hpp"
@@ -44,6 +45,7 @@ class Evaluator {
  private:
   graph::TaskGraph graph_;
   engine::RunResult result_;
+  std::optional<engine::AnalyticalEngine> engine_;  ///< kept, with its buffers, across calls
 };
 
 }  // namespace shardsim::scenario
