@@ -43,7 +43,7 @@ std::optional<Metric> metric_of(const std::string& key) {
 // Predictions of every observation under parameter values `x` (nullopt where the model refuses it).
 std::vector<std::optional<double>> predict_all(const std::vector<const Observation*>& obs,
                                                const std::vector<std::string>& names, const std::vector<double>& x,
-                                               const std::string& engine, int threads) {
+                                               engine::EngineKind engine, int threads) {
   std::vector<std::optional<double>> out(obs.size());
   parallel_for(obs.size(), threads, [&](std::size_t i) {
     scenario::Scenario s = obs[i]->scenario;
@@ -191,7 +191,7 @@ std::vector<Observation> load_runs(const std::string& path, const std::string& d
 }
 
 RunFit fit_runs(const std::vector<Observation>& observations, const std::vector<std::string>& names,
-                const std::string& engine, int threads) {
+                engine::EngineKind engine, int threads) {
   RunFit f;
   f.names = names;
   std::vector<const Observation*> fit_obs, check_obs;

@@ -58,7 +58,7 @@ void fit_log_ratio(RunFit& f, const std::function<std::vector<std::optional<doub
  *  too fast weigh the same) with `threads` workers (0: one per core). Throws core::ConfigError when a name is
  *  no parameter of the observations' machines, or when there are fewer fit observations than parameters. */
 RunFit fit_runs(const std::vector<Observation>& observations, const std::vector<std::string>& names,
-                const std::string& engine, int threads = 0);
+                engine::EngineKind engine, int threads = 0);
 /** @brief The fitted values, their uncertainty and the errors before and after, as a table. */
 std::string render_run_fit(const RunFit& f);
 /** @brief A calibration file's content with the fitted parameters. */

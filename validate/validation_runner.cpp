@@ -53,7 +53,7 @@ void phase_times(const scenario::Evaluation& ev, Prediction& p) {
   p.value[static_cast<std::size_t>(Metric::kStepTime)] = ev.run.iteration_time.value() - last_backward;
 }
 
-Prediction predict(const scenario::Scenario& row_scenario, const std::string& engine, bool need_phases) {
+Prediction predict(const scenario::Scenario& row_scenario, engine::EngineKind engine, bool need_phases) {
   Prediction p;
   scenario::Scenario s = row_scenario;
   s.engine = engine;
@@ -124,7 +124,7 @@ bool is_phase(Metric m) { return m == Metric::kForwardTime || m == Metric::kBack
 
 }  // namespace
 
-std::optional<double> predict_metric(const scenario::Scenario& s, Metric metric, const std::string& engine,
+std::optional<double> predict_metric(const scenario::Scenario& s, Metric metric, engine::EngineKind engine,
                                      std::string* why) {
   const Prediction p = predict(s, engine, is_phase(metric));
   if (!p.ok || (!p.refused.empty() && metric != Metric::kMemory && metric != Metric::kFits)) {
@@ -141,7 +141,7 @@ std::string coverage_key(const scenario::Scenario& s) {
   return fmt::format("{} / {}", s.cluster.name, family);
 }
 
-ValidationReport run_validation(const std::vector<ValidationSet>& sets, const std::string& engine, int threads) {
+ValidationReport run_validation(const std::vector<ValidationSet>& sets, engine::EngineKind engine, int threads) {
   ValidationReport report;
   report.engine = engine;
   struct Job {
@@ -383,7 +383,8 @@ std::string render_validation(const ValidationReport& r, bool rows) {
     }
     o += "\n";
   }
-  o += fmt::format("validation ({} engine): signed error = (predicted - measured) / measured\n", r.engine);
+  o += fmt::format("validation ({} engine): signed error = (predicted - measured) / measured\n",
+                   engine::engine_name(r.engine));
   o += fmt::format("  {:<16} {:<6} {:>5} {:>8} {:>10} {:>9} {:>8} {:>17} {:>7} {:>8}\n", "set", "role", "rows", "refused",
                    "mean|err|", "max|err|", "bias", "p10..p90", "memory", "claims");
   for (const auto& s : r.sets) {
@@ -413,7 +414,7 @@ std::string render_validation(const ValidationReport& r, bool rows) {
 
 nlohmann::ordered_json validation_to_json(const ValidationReport& r) {
   nlohmann::ordered_json j;
-  j["engine"] = r.engine;
+  j["engine"] = engine::engine_name(r.engine);
   j["sets"] = nlohmann::ordered_json::array();
   for (const auto& s : r.sets) {
     j["sets"].push_back({{"set", s.set}, {"role", s.role}, {"title", s.title}, {"compared", s.compared},

@@ -58,7 +58,7 @@ struct SetSummary {
 };
 
 struct ValidationReport {
-  std::string engine;
+  engine::EngineKind engine = engine::EngineKind::kAnalytical;
   std::vector<RowResult> rows;
   std::vector<ClaimResult> claims;
   std::vector<SetSummary> sets;
@@ -70,12 +70,12 @@ std::string coverage_key(const scenario::Scenario& s);
 
 /** @brief The model's value of `metric` for `s` on `engine`, or nullopt (with the reason in `why`) when it gives
  *  none: the plan does not fit although it ran, or cannot be carried out. */
-std::optional<double> predict_metric(const scenario::Scenario& s, Metric metric, const std::string& engine,
+std::optional<double> predict_metric(const scenario::Scenario& s, Metric metric, engine::EngineKind engine,
                                      std::string* why = nullptr);
 
-/** @brief Evaluates every row of `sets` on `engine` ("analytical" or "simgrid") with `threads` workers (0: one per
+/** @brief Evaluates every row of `sets` on `engine` with `threads` workers (0: one per
  *  core); results are in set and row order whatever the thread count. */
-ValidationReport run_validation(const std::vector<ValidationSet>& sets, const std::string& engine, int threads = 0);
+ValidationReport run_validation(const std::vector<ValidationSet>& sets, engine::EngineKind engine, int threads = 0);
 
 /** @brief How far a set's predictions of one kind of run were off, as iteration-time errors: a throughput
  *  (MFU, TFLOPS, tokens/s) predicted x too high is a time predicted 1/x too short. */

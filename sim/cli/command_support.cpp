@@ -40,10 +40,10 @@ std::vector<std::string> split_commas(const std::string& s) {
   return out;
 }
 
-void check_engine(const std::string& engine) {
-  if (engine != "analytical" && engine != "simgrid") {
-    throw UsageError(fmt::format("unknown engine '{}'; available: analytical, simgrid", engine));
-  }
+engine::EngineKind engine_of(const std::string& name) {
+  const auto kind = engine::parse_engine_kind(name);
+  if (!kind) throw UsageError(fmt::format("unknown engine '{}'; available: analytical, simgrid", name));
+  return *kind;
 }
 
 }  // namespace shardsim::cli

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/engine/engine.hpp"
+
 namespace shardsim::cli {
 
 namespace po = boost::program_options;
@@ -30,7 +32,7 @@ std::optional<po::variables_map> parse_command(const std::vector<std::string>& a
                                                const char* positional = nullptr);
 /** @brief "a,b,,c" -> {a, b, c}. */
 std::vector<std::string> split_commas(const std::string& s);
-/** @brief Throws UsageError unless `engine` is analytical or simgrid. */
-void check_engine(const std::string& engine);
+/** @brief The engine named on the command line; UsageError unless analytical or simgrid. */
+engine::EngineKind engine_of(const std::string& name);
 
 }  // namespace shardsim::cli

@@ -55,7 +55,7 @@ const char* kUsage =
 // The SimGrid engine's network section (stdout, deterministic) and the simulation's cost (stderr).
 void print_network(const scenario::Scenario& s, const scenario::Evaluation& ev) {
   scenario::Scenario analytical = s;
-  analytical.engine = "analytical";
+  analytical.engine = engine::EngineKind::kAnalytical;
   std::cout << report::render_network(ev, scenario::evaluate(analytical));
   std::cerr << fmt::format("simgrid engine: {:.2f} s wall, {:.0f} MB peak, {} flows\n", ev.run.network.wall_s,
                            ev.run.network.peak_rss_mb, ev.run.network.flows);
@@ -86,7 +86,9 @@ int cmd_run(const std::vector<std::string>& args) {
   if (!parsed) return kOk;
   const auto& vm = *parsed;
   if (!vm.count("scenario")) throw UsageError("missing the scenario file (shardsim run SCENARIO.yaml)");
-  if (vm.count("engine")) check_engine(vm["engine"].as<std::string>());
+  const bool engine_given = vm.count("engine") > 0;
+  const engine::EngineKind engine_kind =
+      engine_given ? engine_of(vm["engine"].as<std::string>()) : engine::EngineKind::kAnalytical;
   engine::EngineOptions engine_options;
   if (vm.count("topology")) engine_options.topology = topology::parse_topology_kind(vm["topology"].as<std::string>(), "--topology");
   std::vector<scenario::PlanOverride> overrides;
@@ -110,7 +112,7 @@ int cmd_run(const std::vector<std::string>& args) {
   std::vector<scenario::Evaluation> evals;
   evals.reserve(scenarios.size());
   for (auto& s : scenarios) {
-    if (vm.count("engine")) s.engine = vm["engine"].as<std::string>();
+    if (engine_given) s.engine = engine_kind;
     evals.push_back(scenario::evaluate(s, engine_options));
   }
   // Everything computed: now write outputs (JSON first, atomically, so a failure leaves nothing behind).
@@ -133,7 +135,7 @@ int cmd_run(const std::vector<std::string>& args) {
   if (scenarios.size() == 1) {
     std::cout << report::render_table(scenarios[0], evals[0]);
     std::cout << "\nvalidation  " << validate::describe_validation(scenarios[0], bands) << "\n";
-    if (scenarios[0].engine == "simgrid") print_network(scenarios[0], evals[0]);
+    if (scenarios[0].engine == engine::EngineKind::kSimGrid) print_network(scenarios[0], evals[0]);
   } else {
     std::cout << report::render_sweep(scenarios, evals);
     std::vector<std::string> seen;
@@ -143,10 +145,11 @@ int cmd_run(const std::vector<std::string>& args) {
       std::cout << (seen.empty() ? "\nvalidation  " : "            ") << line << "\n";
       seen.push_back(line);
     }
-    if (std::any_of(scenarios.begin(), scenarios.end(), [](const auto& v) { return v.engine == "simgrid"; })) {
+    if (std::any_of(scenarios.begin(), scenarios.end(),
+                    [](const auto& v) { return v.engine == engine::EngineKind::kSimGrid; })) {
       std::vector<scenario::Evaluation> analytical;
       for (auto v : scenarios) {
-        v.engine = "analytical";
+        v.engine = engine::EngineKind::kAnalytical;
         analytical.push_back(scenario::evaluate(v));
       }
       std::cout << report::render_network_sweep(scenarios, evals, analytical);

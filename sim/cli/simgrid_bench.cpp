@@ -23,7 +23,7 @@ plan: {{zero_stage: 3, micro_batch: 1, global_batch: {1}, recompute: full}}
                                          nodes, nodes * 8 * 4);
     scenario::Scenario s = scenario::parse_scenarios(yaml, "<bench>").front();
     const auto analytical = scenario::evaluate(s);
-    s.engine = "simgrid";
+    s.engine = engine::EngineKind::kSimGrid;
     engine::EngineOptions opts;
     opts.keep_timings = false;
     const auto ev = scenario::evaluate(s, opts);

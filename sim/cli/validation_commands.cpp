@@ -109,8 +109,7 @@ int calibrate_collectives(const po::variables_map& vm) {
 // Model parameters fitted to measured runs (a runs CSV and/or validation sets).
 int calibrate_runs(const po::variables_map& vm) {
   if (!vm.count("fit")) throw UsageError("--fit names the parameters to fit (e.g. --fit device.gemm_efficiency)");
-  const std::string engine = vm["engine"].as<std::string>();
-  check_engine(engine);
+  const engine::EngineKind engine = engine_of(vm["engine"].as<std::string>());
   const std::string dir = vm["data"].as<std::string>();
   std::vector<validate::Observation> obs;
   if (vm.count("runs")) obs = validate::load_runs(vm["runs"].as<std::string>(), dir);
@@ -198,8 +197,7 @@ int cmd_validate(const std::vector<std::string>& args) {
     std::cout << opts << "\n";
     return kOk;
   }
-  const std::string engine = vm["engine"].as<std::string>();
-  check_engine(engine);
+  const engine::EngineKind engine = engine_of(vm["engine"].as<std::string>());
   const std::string dir = vm["data"].as<std::string>();
   auto sets = load_sets(vm.count("sets") ? vm["sets"].as<std::vector<std::string>>() : std::vector<std::string>{}, dir);
   if (vm.count("role")) {

@@ -9,19 +9,14 @@
 #include "sim/core/cluster_spec.hpp"
 #include "sim/core/plan_spec.hpp"
 #include "sim/engine/collective_cost.hpp"
+#include "sim/engine/engine.hpp"
 #include "sim/engine/run_result.hpp"
 #include "sim/graph/task_graph.hpp"
 #include "topology/link_topology.hpp"
 
 namespace shardsim::engine {
 
-struct EngineOptions {
-  bool keep_timings = true;     ///< fill RunResult::timings
-  bool memory_timeline = true;  ///< replay memory events for the peak and the per-role timeline
-  topology::TopologyKind topology = topology::TopologyKind::kAuto;  ///< the SimGrid engine's platform
-};
-
-class AnalyticalEngine {
+class AnalyticalEngine : public Engine {
  public:
   /** @brief Prices collectives with `algorithm` (kAuto: fastest per call) on `cluster`. */
   AnalyticalEngine(const core::ClusterSpec& cluster, core::CollectiveAlgorithm algorithm);
@@ -36,7 +31,7 @@ class AnalyticalEngine {
   [[nodiscard]] CollectiveEstimate collective(const graph::TaskGraph& g, const graph::Task& t) const;
 
   /** @brief Runs one iteration. `out` is reused between calls (search evaluates many graphs). */
-  void run(const graph::TaskGraph& g, const EngineOptions& options, RunResult& out);
+  void run(const graph::TaskGraph& g, const EngineOptions& options, RunResult& out) override;
   /** @brief Convenience wrapper returning a fresh result. */
   RunResult run(const graph::TaskGraph& g, const EngineOptions& options = {});
   /** @brief Fills `out` from per-task timings measured by another engine (the SimGrid engine): the same

@@ -37,7 +37,7 @@ struct SimGridOptions {
   int busiest_links = 8;          ///< how many links NetworkReport::busiest keeps
 };
 
-class SimGridEngine {
+class SimGridEngine : public Engine {
  public:
   /** @brief Builds and validates the topology of `cluster`. Throws core::ConfigError when it cannot be built
    *  (no route, a zero-bandwidth link, a node graph that does not match the device count) or when this build
@@ -45,7 +45,7 @@ class SimGridEngine {
   SimGridEngine(const core::ClusterSpec& cluster, core::CollectiveAlgorithm algorithm, SimGridOptions options = {});
 
   /** @brief Runs one iteration of `g`. */
-  void run(const graph::TaskGraph& g, const EngineOptions& options, RunResult& out);
+  void run(const graph::TaskGraph& g, const EngineOptions& options, RunResult& out) override;
   /** @brief Convenience wrapper returning a fresh result. */
   RunResult run(const graph::TaskGraph& g, const EngineOptions& options = {});
 

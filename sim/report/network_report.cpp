@@ -64,7 +64,7 @@ std::string render_network_sweep(const std::vector<scenario::Scenario>& scenario
   o += fmt::format("  {:<{}}  {:>10}  {:>10}  {:>8}  {}\n", "variant", w, "simgrid", "analytic", "diff",
                    "link bounding most");
   for (std::size_t i = 0; i < scenarios.size(); ++i) {
-    if (scenarios[i].engine != "simgrid") continue;
+    if (scenarios[i].engine != engine::EngineKind::kSimGrid) continue;
     const double ts = simgrid[i].run.iteration_time.value();
     const double ta = analytical[i].run.iteration_time.value();
     const auto& b = simgrid[i].run.network.bounding;

@@ -62,7 +62,7 @@ std::string render_table(const scenario::Scenario& s, const scenario::Evaluation
                    c.device.peak_for(m.param_dtype)->value() / 1e12, core::dtype_name(m.param_dtype),
                    gib(c.device.hbm.value()));
   o += fmt::format("plan      {}\n", plan_line(s, ev));
-  o += fmt::format("engine    {} ({} tasks)\n\n", s.engine, ev.tasks);
+  o += fmt::format("engine    {} ({} tasks)\n\n", engine::engine_name(s.engine), ev.tasks);
 
   const double t = ev.run.iteration_time.value();
   o += "performance\n";
@@ -105,7 +105,7 @@ std::string render_table(const scenario::Scenario& s, const scenario::Evaluation
     double summed = 0.0;
     for (const auto& v : r.comm_by_purpose) summed += v.value();
     const double concurrent = summed - r.comm_busy.value();
-    if (s.engine == "analytical" && concurrent > 0.01 * t) {
+    if (s.engine == engine::EngineKind::kAnalytical && concurrent > 0.01 * t) {
       o += fmt::format("  collectives overlapping each other {} ({} of the iteration), each at full bandwidth here:\n"
                        "    optimistic where they share links; --engine simgrid shares them\n",
                        sec(concurrent), pct(concurrent, t));
@@ -243,7 +243,7 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
                {"flash_attention", p.flash_attention},
                {"collective_algorithm", core::algorithm_name(p.algorithm)},
                {"compression", compression_line(p.compression)}};
-  j["engine"] = s.engine;
+  j["engine"] = engine::engine_name(s.engine);
   j["tasks"] = ev.tasks;
   j["performance"] = {{"iteration_time_s", ev.run.iteration_time.value()},
                       {"tokens_per_s", ev.tokens_per_s},
@@ -287,8 +287,8 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
                  {"host_bytes", ev.memory.host_bytes},
                  {"host_capacity_bytes", ev.memory.host_capacity},
                  {"fits", ev.memory.fits}};
-  j["engine"] = s.engine;
-  if (s.engine == "simgrid") {
+  j["engine"] = engine::engine_name(s.engine);
+  if (s.engine == engine::EngineKind::kSimGrid) {
     // The SimGrid engine's network section (its wall time and memory are left out: outputs are deterministic).
     const auto& n = ev.run.network;
     auto links = [](const std::vector<engine::LinkLoad>& v) {

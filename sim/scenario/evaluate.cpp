@@ -1,6 +1,5 @@
 #include "sim/scenario/evaluate.hpp"
 
-#include "sim/engine/simgrid_engine.hpp"
 #include "strategies/partitioned_strategy.hpp"
 #include "strategies/strategy.hpp"
 
@@ -14,15 +13,7 @@ Evaluation evaluate(const Scenario& s, const engine::EngineOptions& options) {
   ev.strategy = strategies::describe_partition(s.plan);
   strategy->lower(strategies::LoweringInput{s.model, s.cluster, s.plan, ev.costs}, ev.graph);
   ev.tasks = ev.graph.size();
-  if (s.engine == "simgrid") {
-    engine::SimGridOptions sg;
-    sg.topology = options.topology;
-    engine::SimGridEngine eng(s.cluster, s.plan.algorithm, sg);
-    eng.run(ev.graph, options, ev.run);
-  } else {
-    engine::AnalyticalEngine eng(s.cluster, s.plan.algorithm);
-    eng.run(ev.graph, options, ev.run);
-  }
+  engine::create_engine(s.engine, s.cluster, s.plan.algorithm, options)->run(ev.graph, options, ev.run);
 
   const double t = ev.run.iteration_time.value();
   ev.grad_accumulation = s.plan.grad_accumulation();

@@ -737,7 +737,7 @@ Scenario parse_one(const ConfigNode& root, const std::filesystem::path& base_dir
   s.name = std::filesystem::path(root.file()).stem().string();
   if (auto v = root.find("name")) s.name = v->as_string();
   if (auto v = root.find("description")) s.description = v->as_string();
-  if (auto v = root.find("engine")) s.engine = v->as_choice({"analytical", "simgrid"});
+  if (auto v = root.find("engine")) s.engine = *engine::parse_engine_kind(v->as_choice({"analytical", "simgrid"}));
   s.model = parse_model(root.get("model"), base_dir);
   s.cluster = parse_cluster(root.get("cluster"));
   PlanDeferred later;

@@ -13,6 +13,7 @@
 #include "sim/core/cluster_spec.hpp"
 #include "sim/core/model_spec.hpp"
 #include "sim/core/plan_spec.hpp"
+#include "sim/engine/engine.hpp"
 #include "sim/scenario/config_node.hpp"
 #include "sim/scenario/deepspeed_config.hpp"
 
@@ -34,7 +35,7 @@ struct Scenario {
   std::string name;
   std::string description;
   std::string file;
-  std::string engine = "analytical";
+  engine::EngineKind engine = engine::EngineKind::kAnalytical;
   std::string variant;  ///< for sweep variants: "plan.zero_stage=3, cluster.nodes=16"; empty otherwise
   core::ModelSpec model;
   core::ClusterSpec cluster;

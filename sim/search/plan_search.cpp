@@ -236,7 +236,7 @@ std::string rescore_on_simgrid(const SearchResult& r) {
   std::vector<Row> rows;
   for (std::size_t i = 0; i < r.best.size(); ++i) {
     scenario::Scenario s = r.best[i].scenario;
-    s.engine = "simgrid";
+    s.engine = engine::EngineKind::kSimGrid;
     engine::EngineOptions opts;
     opts.keep_timings = false;
     rows.push_back(Row{i, scenario::evaluate(s, opts)});

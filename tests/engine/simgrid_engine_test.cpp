@@ -22,7 +22,7 @@ namespace fs = std::filesystem;
 using namespace shardsim;
 
 scenario::Evaluation on_simgrid(scenario::Scenario s, topology::TopologyKind kind) {
-  s.engine = "simgrid";
+  s.engine = engine::EngineKind::kSimGrid;
   engine::EngineOptions opts;
   opts.topology = kind;
   return scenario::evaluate(s, opts);
@@ -35,7 +35,7 @@ TEST(SimGridEngine, AgreesWithAnalyticalWithoutSharedLinksOnEveryBuiltInScenario
     if (entry.path().extension() != ".yaml") continue;
     for (const auto& s : scenario::load_scenarios(entry.path().string())) {
       scenario::Scenario sa = s;
-      sa.engine = "analytical";  // whatever engine the scenario names
+      sa.engine = engine::EngineKind::kAnalytical;  // whatever engine the scenario names
       const auto a = scenario::evaluate(sa);
       const auto g = on_simgrid(s, topology::TopologyKind::kIdeal);
       const double ta = a.run.iteration_time.value();

@@ -103,7 +103,7 @@ TEST(ValidationSet, RunnerMatchesEvaluateAndSummarises) {
   TempDir d;
   std::ofstream(d.path / "t.csv") << "gpus,h,ms\n8,2048,1500\n2,1024,800\n";
   const auto set = validate::parse_validation_set(kSet, (d.path / "s.yaml").string());
-  const auto report = validate::run_validation({set}, "analytical", 2);
+  const auto report = validate::run_validation({set}, engine::EngineKind::kAnalytical, 2);
   ASSERT_EQ(report.sets.size(), 1u);
   const auto& sum = report.sets[0];
   EXPECT_EQ(sum.refused, 1);  // the tp 3 row
@@ -135,7 +135,7 @@ TEST(ValidationSet, RunnerMatchesEvaluateAndSummarises) {
   EXPECT_NEAR(round[0].p90, bands[0].p90, 1e-4);
   EXPECT_NE(validate::describe_validation(*set.rows[0].scenario, bands).find("validated on s (fit"), std::string::npos);
   // Whatever the thread count, the same report.
-  EXPECT_EQ(validate::validation_to_json(validate::run_validation({set}, "analytical", 1)).dump(),
+  EXPECT_EQ(validate::validation_to_json(validate::run_validation({set}, engine::EngineKind::kAnalytical, 1)).dump(),
             validate::validation_to_json(report).dump());
 }
 
