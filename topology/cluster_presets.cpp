@@ -229,8 +229,12 @@ core::ClusterSpec make_polaris() {
 }
 
 const std::vector<core::ClusterSpec>& presets() {
-  static const std::vector<core::ClusterSpec> kPresets = {make_frontier(), make_lassen(), make_dgx_h100(),
-                                                          make_dgx_a100(), make_a800(), make_polaris()};
+  static const std::vector<core::ClusterSpec> kPresets = [] {
+    std::vector<core::ClusterSpec> p = {make_frontier(), make_lassen(), make_dgx_h100(),
+                                        make_dgx_a100(), make_a800(),    make_polaris()};
+    for (auto& c : p) c.preset = c.name;
+    return p;
+  }();
   return kPresets;
 }
 

@@ -203,7 +203,8 @@ TopologyKind parse_topology_kind(const std::string& text, const std::string& key
 }
 
 LinkTopology LinkTopology::build(const core::ClusterSpec& c, TopologyKind kind) {
-  const bool preset = c.name == "frontier" || c.name == "lassen" || c.name == "dgx-h100";
+  // The link-by-link machines are the built-in presets by id, whatever the scenario calls them.
+  const bool preset = c.preset == "frontier" || c.preset == "lassen" || c.preset == "dgx-h100";
   if (kind == TopologyKind::kAuto) kind = preset || c.topology ? TopologyKind::kLinks : TopologyKind::kLevels;
   LinkTopology t;
   t.name_ = c.name;
@@ -223,7 +224,7 @@ LinkTopology LinkTopology::build(const core::ClusterSpec& c, TopologyKind kind) 
       throw topology_error(c.name, "a built-in machine (frontier, lassen, dgx-h100) or a cluster.topology section for "
                                    "the link-accurate topology; use the levels or ideal topology otherwise");
     }
-    if (c.name == "frontier") {
+    if (c.preset == "frontier") {
       t.node_ = frontier_node();
       devices_forward = true;  // Infinity Fabric routes through other GCDs (F2)
       auto& f = t.fab_;
@@ -242,7 +243,7 @@ LinkTopology LinkTopology::build(const core::ClusterSpec& c, TopologyKind kind) 
       f.global_latency = core::Seconds(1.0 * kUs);
       f.global_source = "[unverified] ~4 global 200 Gb/s links per group pair; latency [guess]";
       t.description_ = "Frontier: HPE Cray EX235a nodes (F1, F2), Slingshot-11 dragonfly (groups of 128 nodes)";
-    } else if (c.name == "lassen") {
+    } else if (c.preset == "lassen") {
       t.node_ = lassen_node();
       auto& f = t.fab_;
       f.kind = FabricKind::kFatTree;

@@ -51,6 +51,9 @@ struct HostSpec {
 
 struct ClusterSpec {
   std::string name;
+  /// the built-in machine this spec is ("frontier"), whatever its display name; empty for a user's machine and
+  /// for a preset whose node or network the scenario redefines (then no built-in link graph matches it)
+  std::string preset;
   int nodes = 1;
   int devices_per_node = 1;
   int max_nodes = 0;  ///< size of the real system (0 = unbounded)

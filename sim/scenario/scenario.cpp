@@ -330,6 +330,9 @@ core::ClusterSpec parse_cluster(const ConfigNode& n) {
     if (auto v = n.find("device")) apply_device(*v, c.device);
     if (auto v = n.find("host")) apply_host(*v, c.host);
     if (auto v = n.find("network")) c.levels = parse_network(*v);
+    // A preset whose node or network the scenario redefines is no longer the built-in machine: both engines
+    // then see the levels as written (the SimGrid engine derives its links from them).
+    if (n.has("devices_per_node") || n.has("network")) c.preset.clear();
   }
   if (static_cast<long long>(c.nodes) * c.devices_per_node > std::numeric_limits<int>::max()) {
     nodes_at.fail(fmt::format("{} nodes x {} devices is more devices than shardsim counts (2^31 - 1)", c.nodes,

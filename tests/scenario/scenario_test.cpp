@@ -4,6 +4,7 @@
 
 #include "sim/core/errors.hpp"
 #include "topology/cluster_presets.hpp"
+#include "topology/link_topology.hpp"
 
 namespace shardsim::scenario {
 namespace {
@@ -374,6 +375,8 @@ TEST(ScenarioYamlDump, EveryPresetRoundTrips) {
       EXPECT_NEAR(d.hbm_bandwidth.value(), c.device.hbm_bandwidth.value(), 1e-6) << cname;
       EXPECT_NEAR(d.peak_for(m.param_dtype)->value(), c.device.peak_for(m.param_dtype)->value(), 1e-3) << cname;
       EXPECT_DOUBLE_EQ(d.gemm_efficiency, c.device.gemm_efficiency) << cname;
+      EXPECT_EQ(d.compute_units, c.device.compute_units) << cname;
+      EXPECT_NEAR(d.kernel_overhead.value(), c.device.kernel_overhead.value(), 1e-15) << cname;
       EXPECT_DOUBLE_EQ(d.runtime_reserved.value(), c.device.runtime_reserved.value()) << cname;
       EXPECT_DOUBLE_EQ(s.cluster.host.memory.value(), c.host.memory.value()) << cname;
       ASSERT_EQ(s.cluster.levels.size(), c.levels.size()) << cname;
@@ -464,6 +467,34 @@ TEST(ScenarioTopology, BadNodeGraphsNameTheLineAndKey) {
   // A fabric key that does not belong to the kind.
   expect_error(replace(kTopo, "leaf_nodes: 2, spines: 2}", "leaf_nodes: 2, spines: 2, global_links: 3}"),
                {24, 0, "cluster.topology.fabric.global_links", "global_links"});
+}
+
+}  // namespace
+}  // namespace shardsim::scenario
+
+namespace shardsim::scenario {
+namespace {
+
+// A preset keeps its identity under another display name (the SimGrid engine still builds it link by link); a
+// preset whose node or network the scenario redefines is no longer that machine, and both engines see the
+// levels as written.
+TEST(ClusterPresetIdentity, SurvivesRenamingNotRedefinition) {
+  auto cluster = [](const std::string& section) {
+    return parse_scenarios("model: llama2-7b\ncluster: " + section + "\nplan: {zero_stage: 1}\n", "c.yaml").at(0).cluster;
+  };
+  const auto renamed = cluster("{preset: frontier, name: my-frontier, nodes: 2}");
+  EXPECT_EQ(renamed.name, "my-frontier");
+  EXPECT_EQ(renamed.preset, "frontier");
+  const auto links = topology::LinkTopology::build(renamed, topology::TopologyKind::kAuto);
+  EXPECT_NE(links.description().find("Frontier: HPE Cray EX235a"), std::string::npos) << links.description();
+  const auto half = cluster("{preset: dgx-h100, nodes: 1, devices_per_node: 4}");
+  EXPECT_TRUE(half.preset.empty());
+  const auto derived = topology::LinkTopology::build(half, topology::TopologyKind::kAuto);
+  EXPECT_NE(derived.description().find("derived from its network levels"), std::string::npos) << derived.description();
+  const auto own_network = cluster(
+      "{preset: dgx-h100, nodes: 2, network: [{name: nv, ranks: 8, bandwidth: 100GB/s, latency: 2us}, "
+      "{name: ib, ranks: all, bandwidth: 10GB/s, latency: 5us}]}");
+  EXPECT_TRUE(own_network.preset.empty());
 }
 
 }  // namespace
