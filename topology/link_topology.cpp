@@ -137,7 +137,10 @@ NodeGraph levels_node(const core::ClusterSpec& c, bool ideal, int node_level) {
       }
     }
   }
+  // The CPU serves host copies only: the levels say how devices reach each other, so it relays nothing (a
+  // cluster without a host link would otherwise lend intra-node collectives an unlimited path).
   const int cpu = n.add_vertex("cpu", VertexKind::kHost);
+  n.hosts_forward = false;
   const double host_gbps = c.host.link_bandwidth.value() > 0.0 ? c.host.link_bandwidth.value() / kGBps : kUnlimitedGBps;
   for (int i = 0; i < dpn; ++i) n.add_link(cpu, n.devices[i], host_gbps, 0.0, "host link");
   if (node_level + 1 < static_cast<int>(c.levels.size())) {
@@ -158,8 +161,9 @@ NodeGraph levels_node(const core::ClusterSpec& c, bool ideal, int node_level) {
   return n;
 }
 
-bool transit_ok(VertexKind k, bool devices_forward) {
-  return k == VertexKind::kSwitch || k == VertexKind::kHost || (k == VertexKind::kDevice && devices_forward);
+bool transit_ok(VertexKind k, bool devices_forward, bool hosts_forward = true) {
+  return k == VertexKind::kSwitch || (k == VertexKind::kHost && hosts_forward) ||
+         (k == VertexKind::kDevice && devices_forward);
 }
 
 }  // namespace
@@ -560,7 +564,7 @@ void LinkTopology::finish_node_routes() {
           const auto ui = static_cast<std::size_t>(u);
           const auto vi = static_cast<std::size_t>(v);
           if (hops[ui] == kInf) continue;
-          if (u != s && !transit_ok(node_.vertices[ui].kind, devices_forward_)) continue;
+          if (u != s && !transit_ok(node_.vertices[ui].kind, devices_forward_, node_.hosts_forward)) continue;
           const int h = hops[ui] + 1;
           const double w = std::min(width[ui], l.bandwidth.value());
           if (h < hops[vi] || (h == hops[vi] && w > width[vi])) {

@@ -64,6 +64,9 @@ struct NodeGraph {
   std::vector<int> nic_of_device;   ///< local vertex of the NIC serving device i
   std::vector<int> host_of_device;  ///< local vertex of the CPU serving device i
   std::vector<int> nics;            ///< local vertices of the NICs, in rail order
+  /// CPUs relay device-to-device traffic (true for real node graphs, where GPUs may reach each other through
+  /// the root complex); false in nodes derived from network levels, whose CPU only serves host copies
+  bool hosts_forward = true;
 
   int add_vertex(std::string name, VertexKind kind);
   void add_link(int a, int b, double gb_per_s, double latency_us, std::string source);

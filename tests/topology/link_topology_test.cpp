@@ -163,3 +163,27 @@ TEST(LinkTopology, UserNodeGraphRoutesThroughItsSwitchesAndFindsTheNearestNicAnd
 }
 
 }  // namespace
+
+namespace {
+
+// In a node derived from the network levels the CPU serves host copies only: two devices behind shared ports (4
+// hops through the ports and the level's switch) are not routed through the CPU (2 hops), whose link is wider
+// or, for a cluster that describes no host, unlimited.
+TEST(LinkTopology, DerivedNodesDoNotRouteDeviceTrafficThroughTheCpu) {
+  for (double host_gbps : {0.0, 500.0}) {
+    core::ClusterSpec c = preset("lassen", 2);  // node level: 64 GB/s X-Bus shared by 2
+    c.preset.clear();                           // the levels, not the link-by-link Lassen
+    c.host.link_bandwidth = core::BytesPerSec(host_gbps * 1e9);
+    const auto t = LinkTopology::build(c, TopologyKind::kLevels);
+    std::vector<topology::Hop> r;
+    t.route(t.device_vertex(0), t.device_vertex(3), r);
+    ASSERT_FALSE(r.empty());
+    for (const auto& h : r) {
+      const auto l = t.link(h.link);
+      EXPECT_EQ(l.name.find("cpu"), std::string::npos) << "host " << host_gbps << " GB/s: " << l.name;
+    }
+    EXPECT_LE(route_width(t, t.device_vertex(0), t.device_vertex(3)), 64e9);
+  }
+}
+
+}  // namespace
