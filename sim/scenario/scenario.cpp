@@ -364,6 +364,14 @@ core::ClusterSpec parse_cluster(const ConfigNode& n) {
     if (auto v = f.find("switch_latency")) o->switch_latency = v->as_duration();
     if (auto v = f.find("global_bandwidth")) o->global_bandwidth = v->as_bandwidth();
     if (auto v = f.find("global_latency")) o->global_latency = v->as_duration();
+    // The ports are the level above the node for the analytical engine too (a port hop is half the level's
+    // per-message latency, as derived topologies split it), so a what-if on them moves both engines.
+    const int ports = c.node_level() + 1;
+    if (ports < static_cast<int>(c.levels.size())) {
+      auto& lv = c.levels[static_cast<std::size_t>(ports)];
+      if (o->port_bandwidth) lv.link_bandwidth = *o->port_bandwidth;
+      if (o->port_latency) lv.latency = *o->port_latency * 2.0;
+    }
     c.fabric_override = std::move(o);
   }
   if (!n.is_scalar() && n.has("topology")) {

@@ -190,7 +190,7 @@ namespace {
 
 using namespace shardsim;
 
-TEST(SimGridEngine, FabricOverrideChangesTheLinksNotTheAnalyticalEngine) {
+TEST(SimGridEngine, FabricOverrideChangesTheLinksAndTheAnalyticalEnginesPorts) {
   if (!engine::simgrid_available()) GTEST_SKIP() << "built without SimGrid";
   const std::string base =
       "name: t\nmodel: gpt-20b-frontier\ncluster: {preset: frontier, nodes: 8, fabric: {port_bandwidth: PORT}}\n"
@@ -202,8 +202,10 @@ TEST(SimGridEngine, FabricOverrideChangesTheLinksNotTheAnalyticalEngine) {
   };
   const auto fast = with("25GB/s");
   const auto slow = with("2.5GB/s");
-  // The analytical engine sees the network levels only.
-  EXPECT_EQ(scenario::evaluate(fast).run.iteration_time.value(), scenario::evaluate(slow).run.iteration_time.value());
+  // The ports are the level above the node for the analytical engine: a what-if on them moves both engines.
+  EXPECT_DOUBLE_EQ(slow.cluster.levels.back().link_bandwidth.value(), 2.5e9);
+  EXPECT_GT(scenario::evaluate(slow).run.iteration_time.value(),
+            1.5 * scenario::evaluate(fast).run.iteration_time.value());
   const auto tf = on_simgrid(fast, topology::TopologyKind::kLinks);
   const auto ts = on_simgrid(slow, topology::TopologyKind::kLinks);
   EXPECT_GT(ts.run.iteration_time.value(), 1.5 * tf.run.iteration_time.value());
