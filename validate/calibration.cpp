@@ -266,6 +266,9 @@ Calibration parse_calibration(const std::string& text, const std::string& file) 
 
 void apply_calibration(const Calibration& c, core::ClusterSpec& cluster) {
   auto& d = cluster.device;
+  if (c.gemm || c.copies.count("d2d")) {
+    d.efficiency_source = fmt::format("calibrated on {} ({}, {})", c.device.name, c.device.backend, c.device.date);
+  }
   if (c.gemm) d.gemm_efficiency = std::clamp(c.gemm->max_efficiency, 0.01, 1.0);
   if (auto it = c.copies.find("d2d"); it != c.copies.end()) {
     // A device copy reads and writes every byte: the memory system moves 2x the copied bytes.
@@ -297,6 +300,11 @@ void apply_parameters(const Calibration& c, scenario::Scenario& s) {
     updates.emplace_back(&*it, f.value);
   }
   for (const auto& [p, v] : updates) p->set(s, v);
+  const bool device_fitted = std::any_of(updates.begin(), updates.end(),
+                                         [](const auto& u) { return u.first->name.rfind("device.", 0) == 0; });
+  if (device_fitted && !c.parameters.empty()) {
+    s.cluster.device.efficiency_source = fmt::format("fitted: {}", c.parameters.begin()->second.where.file);
+  }
 }
 
 Calibration load_calibration(const std::string& path) {

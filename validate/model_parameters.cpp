@@ -25,10 +25,7 @@ auto& level_named(Cluster& c, const std::string& name) {
 
 // A DeviceSpec cites one source for all its figures; its efficiencies count as measured only where it says so
 // (the presets mark them [guess] in their comments otherwise).
-std::string efficiency_source(const Scenario& s, const std::string&) {
-  const std::string& src = s.cluster.device.source;
-  return src.find("measured") != std::string::npos ? src : "[guess]";
-}
+std::string efficiency_source(const Scenario& s, const std::string&) { return s.cluster.device.efficiency_source; }
 
 std::string latency_source(const Scenario& s, const std::string& level) {
   const std::string& src = level_named(s.cluster, level).source;

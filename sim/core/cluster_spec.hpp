@@ -36,6 +36,9 @@ struct DeviceSpec {
   double memory_efficiency = 0.8;  ///< fraction of HBM bandwidth memory-bound kernels reach
   int compute_units = 0;           ///< SMs / CUs that a GEMM's tiles are spread over; 0: unknown (no quantisation)
   Seconds kernel_overhead;         ///< per kernel: launch, framework and tail time that no work hides
+  /// where gemm_efficiency, memory_efficiency and kernel_overhead come from ("[guess]", a measurement, a
+  /// calibration file): reports show it next to the numbers
+  std::string efficiency_source = "[guess]";
   Bytes runtime_reserved;          ///< HBM taken by the runtime/context before the job allocates
   std::string source;
 

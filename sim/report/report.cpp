@@ -61,6 +61,11 @@ std::string render_table(const scenario::Scenario& s, const scenario::Evaluation
                    c.devices_per_node, c.device.name, c.total_devices(),
                    c.device.peak_for(m.param_dtype)->value() / 1e12, core::dtype_name(m.param_dtype),
                    gib(c.device.hbm.value()));
+  const auto& d = c.device;
+  o += fmt::format("device    GEMM ceiling {:.2f}, memory-bound {:.2f} of {:.0f} GB/s, {} compute units, {:.1f} us per "
+                   "kernel ({})\n",
+                   d.gemm_efficiency, d.memory_efficiency, d.hbm_bandwidth.value() / 1e9, d.compute_units,
+                   d.kernel_overhead.value() * 1e6, d.efficiency_source);
   o += fmt::format("plan      {}\n", plan_line(s, ev));
   o += fmt::format("engine    {} ({} tasks)\n\n", engine::engine_name(s.engine), ev.tasks);
 
@@ -229,6 +234,13 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
                   {"devices_per_node", c.devices_per_node},
                   {"devices", c.total_devices()},
                   {"device", c.device.name},
+                  {"device_model",
+                   {{"gemm_efficiency", c.device.gemm_efficiency},
+                    {"memory_efficiency", c.device.memory_efficiency},
+                    {"hbm_bandwidth_Bps", c.device.hbm_bandwidth.value()},
+                    {"compute_units", c.device.compute_units},
+                    {"kernel_overhead_s", c.device.kernel_overhead.value()},
+                    {"source", c.device.efficiency_source}}},
                   {"levels", levels}};
   j["plan"] = {{"strategy", ev.strategy},
                {"dp", p.dp},

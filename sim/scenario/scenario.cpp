@@ -112,6 +112,9 @@ void apply_device(const ConfigNode& n, core::DeviceSpec& d) {
   if (auto v = n.find("hbm_bandwidth")) d.hbm_bandwidth = v->as_bandwidth();
   if (auto v = n.find("gemm_efficiency")) d.gemm_efficiency = v->as_fraction();
   if (auto v = n.find("memory_efficiency")) d.memory_efficiency = v->as_fraction();
+  if (n.has("gemm_efficiency") || n.has("memory_efficiency") || n.has("kernel_overhead")) {
+    d.efficiency_source = n.file();
+  }
   if (auto v = n.find("compute_units")) d.compute_units = static_cast<int>(v->as_int(0, 1 << 20));
   if (auto v = n.find("kernel_overhead")) d.kernel_overhead = v->as_duration();
   if (auto v = n.find("runtime_reserved")) d.runtime_reserved = v->as_bytes(true);

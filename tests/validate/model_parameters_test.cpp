@@ -65,7 +65,8 @@ TEST(ModelParameters, FrontierNamesEveryLevelWithItsSource) {
   EXPECT_FALSE(named(ps, "device.runtime_reserved").affects_time);
   EXPECT_TRUE(named(ps, "network.node.latency").affects_time);
   // The DGX preset's efficiencies were measured, and its device source says so.
-  EXPECT_EQ(named(model_parameters(dgx()), "device.gemm_efficiency").source, "datasheet; measured GEMM and copy rates");
+  EXPECT_EQ(named(model_parameters(dgx()), "device.gemm_efficiency").source,
+            "measured: bf16 8192^3 GEMM and device copy on an H100; kernel overhead [guess]");
 }
 
 TEST(ModelParameters, NamesAreUniqueAndStable) {
