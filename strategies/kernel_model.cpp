@@ -66,6 +66,7 @@ LayerTimes time_layers(const core::ModelSpec& m, const core::PlanSpec& plan, con
   const double kv = static_cast<double>(m.kv_heads) * d;
   const bool swiglu = m.mlp == core::MlpKind::kSwiglu;
   const double heads = b * a / t;  // attention heads of this rank, over the micro-batch
+  const BlockTraffic traffic = block_traffic(m, plan);
 
   // ---- block: the four linear layers (column-parallel QKV and MLP-up, row-parallel output and MLP-down) ----
   const GemmShape linears[] = {{tokens, (h + 2.0 * kv) / t, h},
@@ -90,15 +91,13 @@ LayerTimes time_layers(const core::ModelSpec& m, const core::PlanSpec& plan, con
     // Batched GEMMs for scores (s x s over d) and context (s x d over s), scale/mask/softmax and dropout kernels
     // over the b x a x s x s scores (read and write, 16-bit), and their backward.
     const GemmShape scores{s, s, d, heads}, context{s, d, s, heads};
-    const double score_bytes = heads * s * s * e;
-    att_fwd = km.gemm(scores) + km.gemm(context) + km.memory(4.5 * score_bytes, 2);
-    att_bwd = km.gemm_backward(scores) + km.gemm_backward(context) + km.memory(2.0 * 4.5 * score_bytes, 2);
+    att_fwd = km.gemm(scores) + km.gemm(context) + km.memory(traffic.scores, 2);
+    att_bwd = km.gemm_backward(scores) + km.gemm_backward(context) + km.memory(2.0 * traffic.scores, 2);
   }
   // ---- memory-bound kernels: two norms, two bias-dropout-residual adds, the activation, QKV bias / rotary ----
-  const double elementwise = tokens * (16.0 * h + (swiglu ? 3.0 : 2.0) * f) / t * e;
   constexpr int kElementwiseKernels = 6;
-  const core::Seconds mem_fwd = km.memory(elementwise, kElementwiseKernels);
-  const core::Seconds mem_bwd = km.memory(2.0 * elementwise, 2 * kElementwiseKernels);
+  const core::Seconds mem_fwd = km.memory(traffic.elementwise, kElementwiseKernels);
+  const core::Seconds mem_bwd = km.memory(2.0 * traffic.elementwise, 2 * kElementwiseKernels);
 
   LayerTimes out;
   out.block.fwd = lin_fwd + att_fwd + mem_fwd;

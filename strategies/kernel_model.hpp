@@ -2,8 +2,8 @@
 // KernelModel: how long the kernels of a transformer step take on one device, from their shapes. A GEMM's FLOPs
 // run at the device's large-GEMM ceiling (`gemm_efficiency`) scaled by how full the last wave of output tiles
 // leaves the compute units (small and skinny GEMMs lose most), unless moving its operands at the achieved HBM
-// bandwidth takes longer; memory-bound kernels move their bytes at that bandwidth; every kernel also pays the
-// device's per-kernel overhead (launch, framework dispatch, tail). So micro-batch size, tensor parallelism and
+// bandwidth takes longer; memory-bound kernels move their bytes at that bandwidth; no kernel takes less than the
+// device's per-kernel overhead (launch and framework dispatch, which the host overlaps with longer kernels). So micro-batch size, tensor parallelism and
 // model width change a layer's speed, as they do on the hardware, instead of one efficiency for every FLOP.
 //
 // time_layers() lists the kernels of each unit as Megatron-style training launches them: the four linear layers
@@ -30,12 +30,12 @@ class KernelModel {
   /** @brief Precondition: `device` has a peak for `dtype`. */
   KernelModel(const core::DeviceSpec& device, core::Dtype dtype);
 
-  /** @brief One GEMM kernel (or one batched GEMM): compute or operand traffic, whichever is longer, + overhead. */
+  /** @brief One GEMM kernel (or one batched GEMM): compute, operand traffic or the per-kernel overhead, the longest. */
   [[nodiscard]] core::Seconds gemm(const GemmShape& g) const;
   /** @brief The backward of a forward GEMM: its data-gradient (m x k from m x n, n x k) and weight-gradient
    *  (k x n from k x m, m x n) GEMMs. */
   [[nodiscard]] core::Seconds gemm_backward(const GemmShape& g) const;
-  /** @brief Work of `flops` in one fused kernel over `tiles` output tiles (FlashAttention), + overhead. */
+  /** @brief Work of `flops` in one fused kernel over `tiles` output tiles (FlashAttention), at least the overhead. */
   [[nodiscard]] core::Seconds fused(double flops, double tiles) const;
   /** @brief `kernels` memory-bound kernels moving `bytes` in total. */
   [[nodiscard]] core::Seconds memory(double bytes, int kernels) const;

@@ -13,6 +13,19 @@ namespace shardsim::strategies {
 double cross_entropy_bytes_fwd(double e) { return e + 4.0 + 4.0 + 8.0 + 8.0 + 4.0 + 8.0; }
 double cross_entropy_bytes_bwd(double e) { return 8.0 + 8.0 + 4.0 + e; }
 
+// Memory-bound traffic [guess]: element reads+writes of the non-GEMM operations, per token, in units of hidden:
+// norms 2x2, two bias-dropout-residual 2x3, QKV bias/rotary 6, MLP activation 2 x ffn; standard attention adds
+// ~4.5 passes over the a*s scores per token (scale/mask/softmax, dropout). Backward moves about twice as much.
+BlockTraffic block_traffic(const core::ModelSpec& m, const core::PlanSpec& plan) {
+  const double tokens = static_cast<double>(plan.micro_batch) * m.seq_len;
+  const double e = core::dtype_bytes(m.param_dtype);
+  const bool swiglu = m.mlp == core::MlpKind::kSwiglu;
+  BlockTraffic bt;
+  bt.elementwise = tokens * (16.0 * m.hidden + (swiglu ? 3.0 : 2.0) * m.ffn_hidden) / plan.tp * e;
+  bt.scores = plan.flash_attention ? 0.0 : 4.5 * tokens * m.heads * m.seq_len / plan.tp * e;
+  return bt;
+}
+
 ModelCosts compute_model_costs(const core::ModelSpec& m, const core::PlanSpec& plan, const core::DeviceSpec* device) {
   ModelCosts out;
   const double t = plan.tp;
@@ -37,11 +50,9 @@ ModelCosts compute_model_costs(const core::ModelSpec& m, const core::PlanSpec& p
   blk.fwd_flops = fwd;
   blk.bwd_flops = 2.0 * fwd;
 
-  // Memory-bound traffic [guess]: element reads+writes of the non-GEMM operations, per token, in units of
-  // hidden: norms 2x2, two bias-dropout-residual 2x3, QKV bias/rotary 6, MLP activation 2 x ffn; standard
-  // attention adds ~4.5 passes over the a*s scores per token (scale/mask/softmax, dropout). Backward ~2x.
-  const double elementwise = tokens * (16.0 * h + (swiglu ? 3.0 : 2.0) * f) / t * e;
-  const double score_traffic = plan.flash_attention ? 0.0 : 4.5 * tokens * a * s / t * e;
+  const BlockTraffic traffic = block_traffic(m, plan);
+  const double elementwise = traffic.elementwise;
+  const double score_traffic = traffic.scores;
   blk.fwd_mem = core::Bytes(elementwise + score_traffic);
   blk.bwd_mem = core::Bytes(2.0 * (elementwise + score_traffic));
 

@@ -45,6 +45,15 @@ struct ModelCosts {
 
 /** @brief Costs of `model` under `plan` (uses tp, micro_batch, recompute, flash_attention); with `device`, each
  *  unit's durations from its kernels too. */
+/** @brief Block traffic of one micro-batch on one tensor-parallel rank that no GEMM does, forward: the
+ *  elementwise kernels (norms, bias-dropout-residual, activation, QKV bias / rotary) and, without
+ *  FlashAttention, the scale/mask/softmax/dropout passes over the attention scores (model_costs.cpp). */
+struct BlockTraffic {
+  double elementwise = 0.0;
+  double scores = 0.0;
+};
+BlockTraffic block_traffic(const core::ModelSpec& model, const core::PlanSpec& plan);
+
 /** @brief Bytes per logit element that the cross-entropy moves, forward and backward (see model_costs.cpp). */
 double cross_entropy_bytes_fwd(double elem_bytes);
 double cross_entropy_bytes_bwd(double elem_bytes);

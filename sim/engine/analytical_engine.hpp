@@ -18,7 +18,7 @@ namespace shardsim::engine {
 
 class AnalyticalEngine : public Engine {
  public:
-  /** @brief Prices collectives with `algorithm` (kAuto: fastest per call) on `cluster`. */
+  /** @brief Prices collectives with `algorithm` (kAuto: what NCCL / RCCL would run) on `cluster`. */
   AnalyticalEngine(const core::ClusterSpec& cluster, core::CollectiveAlgorithm algorithm);
 
   /** @brief Prices further runs on `cluster` with `algorithm`, keeping the buffers of earlier runs (search and
