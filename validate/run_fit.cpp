@@ -171,10 +171,7 @@ std::vector<Observation> load_runs(const std::string& path, const std::string& d
       if (slash == std::string::npos) csv.fail(r, *col_row, fmt::format("SET/ROW (got '{}')", row));
       const std::string set_id = row.substr(0, slash), row_id = row.substr(slash + 1);
       if (sets.empty()) {
-        for (const auto& f : validation_set_files(data_dir)) {
-          auto s = load_validation_set(f);
-          sets.emplace(s.id, std::move(s));
-        }
+        for (auto& s : load_validation_sets(data_dir)) sets.emplace(s.id, std::move(s));
       }
       const auto it = sets.find(set_id);
       if (it == sets.end()) csv.fail(r, *col_row, fmt::format("a validation set of {} (no '{}')", data_dir, set_id));

@@ -337,6 +337,12 @@ ValidationSet load_validation_set(const std::string& path) {
   return parse_validation_set(scenario::read_text_file(path, "validation set"), path);
 }
 
+std::vector<ValidationSet> load_validation_sets(const std::string& dir) {
+  std::vector<ValidationSet> out;
+  for (const auto& f : validation_set_files(dir)) out.push_back(load_validation_set(f));
+  return out;
+}
+
 std::vector<std::string> validation_set_files(const std::string& dir) {
   std::vector<std::string> out;
   std::error_code ec;

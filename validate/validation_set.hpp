@@ -92,5 +92,7 @@ ValidationSet parse_validation_set(const std::string& text, const std::string& f
 ValidationSet load_validation_set(const std::string& path);
 /** @brief The set files in `dir` (*.yaml), sorted by name. */
 std::vector<std::string> validation_set_files(const std::string& dir);
+/** @brief Every set in `dir`, in file-name order. */
+std::vector<ValidationSet> load_validation_sets(const std::string& dir);
 
 }  // namespace shardsim::validate

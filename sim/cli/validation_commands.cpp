@@ -32,7 +32,7 @@ std::vector<validate::ValidationSet> load_sets(const std::vector<std::string>& n
       continue;
     }
     if (all.empty()) {
-      for (const auto& f : validate::validation_set_files(dir)) all.push_back(validate::load_validation_set(f));
+      all = validate::load_validation_sets(dir);
     }
     auto it = std::find_if(all.begin(), all.end(), [&](const auto& s) { return s.id == name; });
     if (it == all.end()) {
@@ -43,7 +43,7 @@ std::vector<validate::ValidationSet> load_sets(const std::vector<std::string>& n
     out.push_back(*it);
   }
   if (names.empty()) {
-    for (const auto& f : validate::validation_set_files(dir)) out.push_back(validate::load_validation_set(f));
+    out = validate::load_validation_sets(dir);
   }
   return out;
 }
