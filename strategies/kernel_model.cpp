@@ -40,8 +40,25 @@ core::Seconds KernelModel::gemm(const GemmShape& g) const {
   return core::Seconds(std::max({compute, traffic, overhead_}));
 }
 
+GemmShape data_gradient(const GemmShape& g) { return {g.m, g.k, g.n, g.batch}; }
+GemmShape weight_gradient(const GemmShape& g) { return {g.k, g.n, g.m, g.batch}; }
+
+std::vector<LinearLayer> linear_layers(const core::ModelSpec& m, const core::PlanSpec& plan) {
+  const double t = plan.tp;
+  const double tokens = static_cast<double>(plan.micro_batch) * m.seq_len;
+  const double h = m.hidden;
+  const double f = m.ffn_hidden;
+  const double kv = static_cast<double>(m.kv_heads) * m.head_dim();
+  const bool swiglu = m.mlp == core::MlpKind::kSwiglu;
+  return {{"qkv", {tokens, (h + 2.0 * kv) / t, h}},
+          {"attn_out", {tokens, h, h / t}},
+          {"mlp_up", {tokens, (swiglu ? 2.0 : 1.0) * f / t, h}},
+          {"mlp_down", {tokens, h, f / t}},
+          {"logits", {tokens, static_cast<double>(m.vocab) / t, h}}};
+}
+
 core::Seconds KernelModel::gemm_backward(const GemmShape& g) const {
-  return gemm({g.m, g.k, g.n, g.batch}) + gemm({g.k, g.n, g.m, g.batch});
+  return gemm(data_gradient(g)) + gemm(weight_gradient(g));
 }
 
 core::Seconds KernelModel::fused(double flops, double t) const {
@@ -58,25 +75,21 @@ LayerTimes time_layers(const core::ModelSpec& m, const core::PlanSpec& plan, con
   const double b = plan.micro_batch;
   const double s = m.seq_len;
   const double h = m.hidden;
-  const double f = m.ffn_hidden;
   const double a = m.heads;
   const double d = m.head_dim();
   const double tokens = b * s;
   const double e = core::dtype_bytes(m.param_dtype);
-  const double kv = static_cast<double>(m.kv_heads) * d;
-  const bool swiglu = m.mlp == core::MlpKind::kSwiglu;
   const double heads = b * a / t;  // attention heads of this rank, over the micro-batch
   const BlockTraffic traffic = block_traffic(m, plan);
 
   // ---- block: the four linear layers (column-parallel QKV and MLP-up, row-parallel output and MLP-down) ----
-  const GemmShape linears[] = {{tokens, (h + 2.0 * kv) / t, h},
-                               {tokens, h, h / t},
-                               {tokens, (swiglu ? 2.0 : 1.0) * f / t, h},
-                               {tokens, h, f / t}};
+  const std::vector<LinearLayer> linears = linear_layers(m, plan);
+  const GemmShape& logits = linears.back().fwd;
   core::Seconds lin_fwd, lin_bwd;
-  for (const auto& g : linears) {
-    lin_fwd += km.gemm(g);
-    lin_bwd += km.gemm_backward(g);
+  for (const auto& l : linears) {
+    if (&l.fwd == &logits) continue;
+    lin_fwd += km.gemm(l.fwd);
+    lin_bwd += km.gemm_backward(l.fwd);
   }
   // ---- attention ----
   core::Seconds att_fwd, att_bwd;
@@ -112,7 +125,6 @@ LayerTimes time_layers(const core::ModelSpec& m, const core::PlanSpec& plan, con
   out.embedding.fwd = km.memory(2.0 * tokens * h * e, emb_kernels);
   out.embedding.bwd = km.memory(2.0 * tokens * h * e, emb_kernels);
   // ---- head: final norm, the vocabulary-parallel logits GEMM, fp32 cross-entropy ----
-  const GemmShape logits{tokens, m.vocab / t, h};
   const double v = tokens * m.vocab / t;
   // The final norm (one kernel each way) and the cross-entropy's passes (six forward, four backward).
   out.head.fwd = km.gemm(logits) + km.memory(v * cross_entropy_bytes_fwd(e) + 2.0 * tokens * h * e, 7);

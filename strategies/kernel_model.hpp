@@ -17,6 +17,8 @@
 #include "sim/core/plan_spec.hpp"
 #include "sim/core/units.hpp"
 
+#include <vector>
+
 namespace shardsim::strategies {
 
 /** @brief C[m x n] = A[m x k] B[k x n], `batch` independent ones (batched GEMM). */
@@ -24,6 +26,22 @@ struct GemmShape {
   double m = 0.0, n = 0.0, k = 0.0;
   double batch = 1.0;
 };
+
+/** @brief The GEMMs that train a linear layer whose forward is `fwd` (m = tokens, n = outputs, k = inputs): the
+ *  data gradient (m x k from m x n and n x k: tokens x inputs over outputs) and the weight gradient (k x n from
+ *  k x m and m x n: inputs x outputs over tokens). */
+[[nodiscard]] GemmShape data_gradient(const GemmShape& fwd);
+[[nodiscard]] GemmShape weight_gradient(const GemmShape& fwd);
+
+/** @brief A linear layer of a transformer as its forward GEMM on one tensor-parallel rank. */
+struct LinearLayer {
+  const char* name;  ///< qkv, attn_out, mlp_up, mlp_down, logits
+  GemmShape fwd;
+};
+/** @brief The linear layers of one block (column-parallel QKV and MLP-up, row-parallel output and MLP-down) and
+ *  the vocabulary-parallel logits, for `model` under `plan` (micro-batch, tp). The kernel timing and the GEMM
+ *  sweep of `shardsim-validate bench` both take their shapes from here. */
+std::vector<LinearLayer> linear_layers(const core::ModelSpec& model, const core::PlanSpec& plan);
 
 class KernelModel {
  public:

@@ -107,9 +107,9 @@ Results parse_results(const std::string& text, const std::string& file) {
   r.device = parse_device(root.get("device"));
   if (auto v = root.find("peak")) r.peak = v->as_flop_rate();
   for (const ConfigNode& m : root.get("measurements").items()) {
-    m.expect_map({"kind", "name", "bytes", "m", "n", "k", "seconds"});
+    m.expect_map({"kind", "name", "bytes", "m", "n", "k", "batch", "heads", "seq", "head_dim", "seconds"});
     Measurement x;
-    x.kind = m.get("kind").as_choice({"copy", "kernel", "gemm"});
+    x.kind = m.get("kind").as_choice({"copy", "kernel", "gemm", "attention", "memory", "overhead"});
     x.name = m.get("name").as_string();
     x.seconds = m.get("seconds").as_duration().value();
     if (x.seconds <= 0.0) m.get("seconds").fail("expected a positive duration");
@@ -118,7 +118,15 @@ Results parse_results(const std::string& text, const std::string& file) {
       x.n = m.get("n").as_positive_int();
       x.k = m.get("k").as_positive_int();
       x.flops = 2.0 * static_cast<double>(x.m) * x.n * x.k;
-    } else {
+    } else if (x.kind == "attention") {
+      x.batch = m.get("batch").as_positive_int();
+      x.heads = m.get("heads").as_positive_int();
+      x.seq = m.get("seq").as_positive_int();
+      x.head_dim = m.get("head_dim").as_positive_int();
+      // The causal half of QK^T and PV (forward); the backward's five products are 2.5 times that.
+      x.flops = 2.0 * x.batch * static_cast<double>(x.heads) * x.seq * x.seq * x.head_dim;
+      if (x.name.find("bwd") != std::string::npos) x.flops *= 2.5;
+    } else if (x.kind != "overhead") {
       x.bytes = m.get("bytes").as_bytes().value();
     }
     r.measurements.push_back(x);

@@ -26,18 +26,23 @@ struct DeviceInfo {
 };
 
 struct Measurement {
-  std::string kind;  ///< copy, kernel or gemm
-  std::string name;  ///< d2d, h2d_pinned, quantize_int8, bf16 ...
+  /// copy (bytes: bytes copied), kernel (bytes: input bytes), gemm (m, n, k), attention (batch, heads, seq,
+  /// head_dim: causal, fused), memory (a memory-bound operation; bytes: bytes read + written) or overhead (the
+  /// time one kernel or framework operation costs when its work is negligible)
+  std::string kind;
+  std::string name;  ///< d2d, h2d_pinned, quantize_int8, bf16_fwd_qkv, torch_flash_fwd ...
   double bytes = 0.0;
   double flops = 0.0;  ///< gemm: 2 m n k
   double seconds = 0.0;
   int m = 0, n = 0, k = 0;  ///< gemm: the shape (C[m x n] = A[m x k] B[k x n])
+  int batch = 0, heads = 0, seq = 0, head_dim = 0;  ///< attention
 };
 
 struct Results {
   DeviceInfo device;
   std::optional<core::FlopPerSec> peak;  ///< the device's dense peak for the GEMMs' dtype
   std::vector<Measurement> measurements;
+  std::vector<std::string> errors;  ///< measurements that failed part-way (the run's file keeps them as comments)
 };
 
 struct LinearFit {

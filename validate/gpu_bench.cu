@@ -48,6 +48,8 @@ double time_median(double budget, F&& f) {
   return samples[samples.size() / 2];
 }
 
+__global__ void empty_kernel() {}
+
 __global__ void fill(float* x, std::uint64_t n) {
   const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
   for (std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
@@ -68,36 +70,52 @@ void check_blas(cublasStatus_t s, const char* what) {
   if (s != CUBLAS_STATUS_SUCCESS) throw std::runtime_error(std::string("cuBLAS: ") + what + " failed");
 }
 
-// The GEMMs of one transformer layer for hidden size h over t tokens (C[out x t] = W[out x in] X[in x t]):
-// QKV, attention output, MLP up, MLP down; plus square sizes for the efficiency curve.
-void run_gemms(double budget, const std::function<void(const Sample&)>& record) {
-  struct Shape {
-    const char* what;
-    int m, n, k;
-  };
-  std::vector<Shape> shapes;
-  for (int d : {1024, 2048, 4096, 8192}) shapes.push_back({"square", d, d, d});
-  for (int h : {5120, 6144}) {  // LLaMA-2-13B, GPT-NeoX-20B
-    const int t = 4096;          // micro-batch 2 x sequence 2048
-    shapes.push_back({"qkv", 3 * h, t, h});
-    shapes.push_back({"attn_out", h, t, h});
-    shapes.push_back({"mlp_up", 4 * h, t, h});
-    shapes.push_back({"mlp_down", h, t, 4 * h});
+// Pseudo-random bf16 values in [-1, 1) (a hash of the index: the same on every run). Operands with few
+// distinct bits (constants, smooth ramps) draw less power and run several percent faster than training's do.
+__global__ void fill_bf16(std::uint16_t* x, std::uint64_t n) {
+  const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
+  for (std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    std::uint32_t h = static_cast<std::uint32_t>(i) ^ static_cast<std::uint32_t>(i >> 32) * 0x9e3779b9u;
+    h ^= h >> 16;
+    h *= 0x7feb352du;
+    h ^= h >> 15;
+    h *= 0x846ca68bu;
+    h ^= h >> 16;
+    const float v = static_cast<float>(h >> 8) * (2.0f / 16777216.0f) - 1.0f;
+    x[i] = static_cast<std::uint16_t>(__float_as_uint(v) >> 16);
   }
+}
+
+// Each case on operands laid out as a framework's linear layer keeps them (see GemmCase), through cublasGemmEx
+// (column-major: row-major C = A B is column-major C^T = B^T A^T).
+void run_gemms(const std::vector<GemmCase>& cases, double budget, const std::function<void(const Sample&)>& record) {
+  if (cases.empty()) return;
+  std::size_t most_a = 0, most_b = 0, most_c = 0;
+  for (const GemmCase& g : cases) {
+    most_a = std::max(most_a, static_cast<std::size_t>(g.m) * g.k);
+    most_b = std::max(most_b, static_cast<std::size_t>(g.k) * g.n);
+    most_c = std::max(most_c, static_cast<std::size_t>(g.m) * g.n);
+  }
+  DeviceBuffer<std::uint16_t> a(most_a), b(most_b), c(most_c);
+  fill_bf16<<<kernels::gpu::grid_for(most_a), kernels::gpu::kThreads>>>(a.ptr, most_a);
+  fill_bf16<<<kernels::gpu::grid_for(most_b), kernels::gpu::kThreads>>>(b.ptr, most_b);
+  SHARDSIM_GPU_CHECK(gpuGetLastError());
   cublasHandle_t handle;
   check_blas(cublasCreate(&handle), "create");
-  for (const Shape& s : shapes) {
-    DeviceBuffer<std::uint16_t> a(static_cast<std::size_t>(s.m) * s.k), b(static_cast<std::size_t>(s.k) * s.n),
-        c(static_cast<std::size_t>(s.m) * s.n);
-    SHARDSIM_GPU_CHECK(gpuMemset(a.ptr, 0x3c, static_cast<std::size_t>(s.m) * s.k * 2));  // small finite bf16
-    SHARDSIM_GPU_CHECK(gpuMemset(b.ptr, 0x3c, static_cast<std::size_t>(s.k) * s.n * 2));
+  for (const GemmCase& g : cases) {
     const float alpha = 1.0f, beta = 0.0f;
+    // Column-major operands: B^T is n x k (ld n) unless B is stored n x k (then op T, ld k); A^T is k x m (ld k)
+    // unless A is stored k x m (then op T, ld m).
+    const cublasOperation_t op_b = g.b_transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t op_a = g.a_transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const int ld_b = g.b_transposed ? g.k : g.n;
+    const int ld_a = g.a_transposed ? g.m : g.k;
     const double t = time_median(budget, [&] {
-      check_blas(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, s.m, s.n, s.k, &alpha, a.ptr, CUDA_R_16BF, s.m, b.ptr,
-                              CUDA_R_16BF, s.k, &beta, c.ptr, CUDA_R_16BF, s.m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+      check_blas(cublasGemmEx(handle, op_b, op_a, g.n, g.m, g.k, &alpha, b.ptr, CUDA_R_16BF, ld_b, a.ptr, CUDA_R_16BF,
+                              ld_a, &beta, c.ptr, CUDA_R_16BF, g.n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                  "GemmEx");
     });
-    record(Sample{"gemm", std::string("bf16_") + s.what, 0.0, s.m, s.n, s.k, t});
+    record(Sample{"gemm", g.name, 0.0, g.m, g.n, g.k, t});
   }
   (void)cublasDestroy(handle);
 }
@@ -120,7 +138,23 @@ DeviceDescription describe() {
 #endif
 }
 
-void run(double min_bytes, double max_bytes, double budget, const std::function<void(const Sample&)>& record) {
+void run(double min_bytes, double max_bytes, double budget, const std::vector<GemmCase>& gemms, double gemm_seconds,
+         const std::function<void(const Sample&)>& record) {
+  // GEMMs first, and the library's kernels last: a kernel that faults leaves the context unusable, and what
+  // was recorded before it is kept by the caller.
+#if !defined(__HIPCC__)
+  run_gemms(gemms, gemm_seconds, record);
+#else
+  (void)gemms;
+  (void)gemm_seconds;
+#endif
+  // Back-to-back launches of an empty kernel: the device-side cost of a kernel, below any host dispatch.
+  constexpr int kLaunches = 1000;
+  const double launches = time_median(budget, [&] {
+    for (int i = 0; i < kLaunches; ++i) empty_kernel<<<1, 32>>>();
+  });
+  SHARDSIM_GPU_CHECK(gpuGetLastError());
+  record(Sample{"overhead", "empty_kernel", 0.0, 0, 0, 0, launches / kLaunches});
   const auto max_n = static_cast<std::size_t>(max_bytes) / sizeof(float);
   DeviceBuffer<float> x(max_n), y(max_n);
   fill<<<kernels::gpu::grid_for(max_n), kernels::gpu::kThreads>>>(x.ptr, max_n);
@@ -147,8 +181,12 @@ void run(double min_bytes, double max_bytes, double budget, const std::function<
     copy("d2h_pinned", pinned.ptr, x.ptr, gpuMemcpyDeviceToHost);
     copy("h2d_pageable", y.ptr, pageable.data(), gpuMemcpyHostToDevice);
     copy("d2h_pageable", pageable.data(), x.ptr, gpuMemcpyDeviceToHost);
-    fill<<<kernels::gpu::grid_for(n), kernels::gpu::kThreads>>>(x.ptr, n);  // the copies above overwrote it
-    SHARDSIM_GPU_CHECK(gpuGetLastError());
+  }
+  fill<<<kernels::gpu::grid_for(max_n), kernels::gpu::kThreads>>>(x.ptr, max_n);  // the copies overwrote it
+  SHARDSIM_GPU_CHECK(gpuGetLastError());
+  for (double bytes = min_bytes; bytes <= max_bytes; bytes *= 4) {
+    const auto n = static_cast<std::size_t>(bytes) / sizeof(float);
+    const std::size_t nb = n * sizeof(float);
     for (auto bits : {kernels::QuantBits::kInt8, kernels::QuantBits::kInt4}) {
       const std::string tag = bits == kernels::QuantBits::kInt8 ? "int8" : "int4";
       record(Sample{"kernel", "quantize_" + tag, static_cast<double>(nb), 0, 0, 0, time_median(budget, [&] {
@@ -173,9 +211,6 @@ void run(double min_bytes, double max_bytes, double budget, const std::function<
                                                              mpc_bad.ptr, y.ptr);
                   })});
   }
-#if !defined(__HIPCC__)
-  run_gemms(budget, record);
-#endif
 }
 
 }  // namespace shardsim::validate::gpu

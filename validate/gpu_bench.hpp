@@ -6,11 +6,14 @@
 // median of repetitions lasting at least the given budget.
 #include <functional>
 #include <string>
+#include <vector>
+
+#include "validate/bench_cases.hpp"
 
 namespace shardsim::validate::gpu {
 
 struct Sample {
-  std::string kind;  ///< copy, kernel or gemm
+  std::string kind;  ///< copy, kernel, gemm or overhead
   std::string name;
   double bytes = 0.0;  ///< input bytes (copies: bytes copied)
   int m = 0, n = 0, k = 0;
@@ -27,7 +30,10 @@ struct DeviceDescription {
 bool available();
 /** @brief The device and driver measured. Precondition: available(). */
 DeviceDescription describe();
-/** @brief Runs every measurement from `min_bytes` to `max_bytes` (x4 steps), calling `record` for each. */
-void run(double min_bytes, double max_bytes, double seconds_per_point, const std::function<void(const Sample&)>& record);
+/** @brief Runs every measurement: copies and kernels from `min_bytes` to `max_bytes` (x4 steps), the time of
+ *  an empty kernel launched back to back, then `gemms` (vendor BLAS, bf16 in, fp32 accumulate) for at least
+ *  `gemm_seconds` each; calls `record` for each. */
+void run(double min_bytes, double max_bytes, double seconds_per_point, const std::vector<GemmCase>& gemms,
+         double gemm_seconds, const std::function<void(const Sample&)>& record);
 
 }  // namespace shardsim::validate::gpu

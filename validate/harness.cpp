@@ -8,11 +8,15 @@
 #include <cmath>
 #include <cstring>
 #include <ctime>
+#include <set>
+#include <tuple>
 #include <vector>
 
 #include "kernels/block_quant.hpp"
 #include "kernels/mpc_codec.hpp"
 #include "kernels/zfp_codec.hpp"
+#include "sim/core/model_spec.hpp"
+#include "strategies/kernel_model.hpp"
 #include "topology/cluster_presets.hpp"
 
 #ifdef SHARDSIM_HAVE_GPU_BENCH
@@ -63,17 +67,81 @@ Results run_gpu(const HarnessOptions& o, const std::function<void(const std::str
   const auto d = gpu::describe();
   r.device = DeviceInfo{d.name, d.driver, d.backend, today()};
   r.peak = known_peak(d.name);
-  gpu::run(o.min_bytes, o.max_bytes, o.seconds_per_point, [&](const gpu::Sample& s) {
-    Measurement m{s.kind, s.name, s.bytes, 2.0 * s.m * static_cast<double>(s.n) * s.k, s.seconds, s.m, s.n, s.k};
-    r.measurements.push_back(m);
-    progress(fmt::format("{:<7} {:<22} {:>12} {:>12.3f} us", m.kind, m.name, describe_size(m.bytes, m.flops),
-                         m.seconds * 1e6));
-  });
+  try {
+    gpu::run(o.min_bytes, o.max_bytes, o.seconds_per_point, o.gemms ? transformer_gemms() : std::vector<GemmCase>{}, o.gemm_seconds, [&](const gpu::Sample& s) {
+      Measurement m{s.kind, s.name, s.bytes, 2.0 * s.m * static_cast<double>(s.n) * s.k, s.seconds, s.m, s.n, s.k};
+      r.measurements.push_back(m);
+      progress(fmt::format("{:<8} {:<22} {:>12} {:>12.3f} us", m.kind, m.name, describe_size(m.bytes, m.flops),
+                           m.seconds * 1e6));
+    });
+  } catch (const std::exception& e) {
+    // What was measured before the failure is kept (and the caller reports the failure).
+    r.errors.push_back(e.what());
+    progress(std::string("failed: ") + e.what());
+  }
   return r;
 }
 #endif
 
+constexpr int kBenchSizes[] = {1, 2, 4, 8};  // micro-batch sizes and tensor-parallel degrees swept
+
 }  // namespace
+
+std::vector<GemmCase> transformer_gemms() {
+  std::vector<GemmCase> out;
+  std::set<std::tuple<int, int, int, bool, bool>> seen;
+  for (const std::string& name : core::model_preset_names()) {
+    const core::ModelSpec& model = *core::find_model_preset(name);
+    for (int tp : kBenchSizes) {
+      for (int mb : kBenchSizes) {
+        core::PlanSpec plan;
+        plan.tp = tp;
+        plan.micro_batch = mb;
+        for (const auto& layer : strategies::linear_layers(model, plan)) {
+          const struct {
+            const char* pass;
+            strategies::GemmShape g;
+            bool ta, tb;
+          } passes[] = {{"fwd", layer.fwd, false, true},
+                        {"dgrad", strategies::data_gradient(layer.fwd), false, false},
+                        {"wgrad", strategies::weight_gradient(layer.fwd), true, false}};
+          for (const auto& p : passes) {
+            const int m = static_cast<int>(std::lround(p.g.m)), n = static_cast<int>(std::lround(p.g.n)),
+                      k = static_cast<int>(std::lround(p.g.k));
+            if (m <= 0 || n <= 0 || k <= 0 || !seen.emplace(m, n, k, p.ta, p.tb).second) continue;
+            out.push_back(GemmCase{fmt::format("bf16_{}_{}", p.pass, layer.name), m, n, k, p.ta, p.tb});
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<AttentionCase> transformer_attention() {
+  std::vector<AttentionCase> out;
+  std::set<std::tuple<int, int, int, int>> seen;
+  for (const std::string& name : core::model_preset_names()) {
+    const core::ModelSpec& model = *core::find_model_preset(name);
+    for (int tp : kBenchSizes) {
+      for (int mb : kBenchSizes) {
+        if (model.heads % tp != 0) continue;
+        const AttentionCase c{mb, model.heads / tp, model.seq_len, model.head_dim()};
+        if (seen.emplace(c.batch, c.heads, c.seq, c.head_dim).second) out.push_back(c);
+      }
+    }
+  }
+  return out;
+}
+
+std::string write_cases(const std::vector<GemmCase>& gemms, const std::vector<AttentionCase>& attention) {
+  std::string o;
+  for (const auto& g : gemms) {
+    o += fmt::format("gemm {} {} {} {} {} {}\n", g.name, g.m, g.n, g.k, g.a_transposed ? 1 : 0, g.b_transposed ? 1 : 0);
+  }
+  for (const auto& a : attention) o += fmt::format("attention {} {} {} {}\n", a.batch, a.heads, a.seq, a.head_dim);
+  return o;
+}
 
 bool gpu_present() {
 #ifdef SHARDSIM_HAVE_GPU_BENCH
@@ -194,12 +262,18 @@ std::string write_results(const Results& r) {
   o += fmt::format("device: {{name: \"{}\", driver: \"{}\", backend: {}, date: \"{}\"}}\n", r.device.name,
                    r.device.driver, r.device.backend, r.device.date);
   if (r.peak) o += fmt::format("peak: {}TFLOP/s\n", r.peak->value() / 1e12);
+  for (const auto& e : r.errors) o += "# failed part-way: " + e + "\n";
   o += "measurements:\n";
   for (const auto& m : r.measurements) {
     if (m.kind == "gemm") {
       const int d = static_cast<int>(std::lround(std::cbrt(m.flops / 2.0)));  // square when no shape was kept
       o += fmt::format("  - {{kind: gemm, name: {}, m: {}, n: {}, k: {}, seconds: {}s}}\n", m.name, m.m > 0 ? m.m : d,
                        m.n > 0 ? m.n : d, m.k > 0 ? m.k : d, m.seconds);
+    } else if (m.kind == "attention") {
+      o += fmt::format("  - {{kind: attention, name: {}, batch: {}, heads: {}, seq: {}, head_dim: {}, seconds: {}s}}\n",
+                       m.name, m.batch, m.heads, m.seq, m.head_dim, m.seconds);
+    } else if (m.kind == "overhead") {
+      o += fmt::format("  - {{kind: overhead, name: {}, seconds: {}s}}\n", m.name, m.seconds);
     } else {
       o += fmt::format("  - {{kind: {}, name: {}, bytes: {}B, seconds: {}s}}\n", m.kind, m.name, m.bytes, m.seconds);
     }

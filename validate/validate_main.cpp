@@ -19,9 +19,12 @@ int main(int argc, char** argv) {
       "`shardsim calibrate`.\n\noptions");
   opts.add_options()("help,h", "show this help")("command", po::value<std::string>(), "bench")(
       "output,o", po::value<std::string>()->default_value("results.yaml"), "where to write the measurements")(
+      "min-size", po::value<std::string>()->default_value("4KiB"), "smallest buffer to measure")(
       "max-size", po::value<std::string>()->default_value("64MiB"), "largest buffer to measure (up to 1GiB)")(
       "seconds", po::value<double>()->default_value(0.02), "time spent on each point")(
+      "gemm-seconds", po::value<double>()->default_value(0.01), "time spent on each GEMM shape")(
       "cpu", "measure the CPU reference backend even where a GPU is present")(
+      "no-gemms", "skip the GEMM sweep (e.g. to profile the kernels alone)")(
       "torch", po::value<std::string>(), "also time the PyTorch baselines of this script (validate/torch_baseline.py) "
                                          "in the same run, with python3");
   po::positional_options_description pos;
@@ -44,17 +47,29 @@ int main(int argc, char** argv) {
   }
   try {
     shardsim::validate::HarnessOptions o;
+    o.min_bytes = shardsim::core::parse_bytes(vm["min-size"].as<std::string>()).value();
     o.max_bytes = shardsim::core::parse_bytes(vm["max-size"].as<std::string>()).value();
-    if (o.max_bytes < o.min_bytes || o.max_bytes > 1024.0 * 1024 * 1024) {
-      std::cerr << "shardsim-validate: --max-size must be between 4KiB and 1GiB\n";
+    if (!(o.min_bytes >= 4096) || o.max_bytes < o.min_bytes || o.max_bytes > 1024.0 * 1024 * 1024) {
+      std::cerr << "shardsim-validate: expected 4KiB <= --min-size <= --max-size <= 1GiB\n";
       return 2;
     }
     o.seconds_per_point = vm["seconds"].as<double>();
+    o.gemm_seconds = vm["gemm-seconds"].as<double>();
+    if (!(o.seconds_per_point > 0.0 && o.seconds_per_point <= 10.0) || !(o.gemm_seconds > 0.0 && o.gemm_seconds <= 10.0)) {
+      std::cerr << "shardsim-validate: --seconds and --gemm-seconds must be above 0 and at most 10\n";
+      return 2;
+    }
     o.cpu_only = vm.count("cpu") > 0;
+    o.gemms = vm.count("no-gemms") == 0;
     auto results = shardsim::validate::run_harness(o, [](const std::string& line) { std::cerr << line << "\n"; });
     if (vm.count("torch")) {
-      const std::string cmd = fmt::format("python3 '{}' --min-bytes {} --max-bytes {} --seconds {}",
-                                          vm["torch"].as<std::string>(), o.min_bytes, o.max_bytes, o.seconds_per_point);
+      // The script times the same GEMM and attention cases; they travel in a file beside the output.
+      const std::string cases = vm["output"].as<std::string>() + ".cases";
+      shardsim::report::write_file_atomic(cases, shardsim::validate::write_cases(shardsim::validate::transformer_gemms(),
+                                                                               shardsim::validate::transformer_attention()));
+      const std::string cmd = fmt::format("python3 '{}' --min-bytes {} --max-bytes {} --seconds {} --gemm-seconds {} --cases '{}'",
+                                          vm["torch"].as<std::string>(), o.min_bytes, o.max_bytes, o.seconds_per_point,
+                                          o.gemm_seconds, cases);
       std::cerr << "running the PyTorch baselines: " << cmd << "\n";
       FILE* p = popen(cmd.c_str(), "r");
       if (!p) throw std::runtime_error("cannot run " + cmd);
@@ -62,14 +77,20 @@ int main(int argc, char** argv) {
       char buf[4096];
       std::size_t got = 0;
       while ((got = fread(buf, 1, sizeof buf, p)) > 0) text.append(buf, got);
-      if (pclose(p) != 0) throw std::runtime_error("the PyTorch baselines failed: " + cmd);
-      const auto torch = shardsim::validate::parse_results(text, "<torch baselines>");
-      results.measurements.insert(results.measurements.end(), torch.measurements.begin(), torch.measurements.end());
+      const int rc = pclose(p);
+      std::remove(cases.c_str());
+      if (rc != 0) {
+        results.errors.push_back("the PyTorch baselines failed: " + cmd);
+      } else {
+        const auto torch = shardsim::validate::parse_results(text, "<torch baselines>");
+        results.measurements.insert(results.measurements.end(), torch.measurements.begin(), torch.measurements.end());
+      }
     }
     shardsim::report::write_file_atomic(vm["output"].as<std::string>(), shardsim::validate::write_results(results));
     std::cout << shardsim::validate::speed_summary(results);
     std::cout << fmt::format("wrote {} measurements to {}\n", results.measurements.size(), vm["output"].as<std::string>());
-    return 0;
+    for (const auto& e : results.errors) std::cerr << "shardsim-validate: failed part-way: " << e << "\n";
+    return results.errors.empty() ? 0 : 1;
   } catch (const shardsim::report::OutputError& e) {
     std::cerr << "shardsim-validate: " << e.what() << "\n";
     return 2;

@@ -31,25 +31,18 @@ __global__ void scan_tiles(T* data, std::uint64_t n, T* tile_sums) {
   if (threadIdx.x == kScanTile - 1) tile_sums[blockIdx.x] = s[threadIdx.x];
 }
 
+// data[i] += the inclusive sum of the tiles before i's (tile_sums already scanned inclusively).
 template <class T>
-__global__ void exclusive_scan_serial(T* v, std::uint64_t n) {
-  T run = 0;
-  for (std::uint64_t i = 0; i < n; ++i) {
-    const T x = v[i];
-    v[i] = run;
-    run += x;
-  }
-}
-
-template <class T>
-__global__ void add_tile_offsets(T* data, std::uint64_t n, const T* tile_offsets) {
+__global__ void add_tile_offsets(T* data, std::uint64_t n, const T* tile_sums) {
   const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
   for (std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
-    data[i] += tile_offsets[i / kScanTile];
+    const std::uint64_t tile = i / kScanTile;
+    if (tile > 0) data[i] += tile_sums[tile - 1];
   }
 }
 
-// In-place inclusive scan of n values on the device.
+// In-place inclusive scan of n values on the device: tiles scanned in shared memory, the tiles' sums scanned the
+// same way (recursively), then added back.
 template <class T>
 void inclusive_scan(T* data, std::uint64_t n) {
   if (n == 0) return;
@@ -62,8 +55,8 @@ void inclusive_scan(T* data, std::uint64_t n) {
     scan_tiles<T><<<static_cast<unsigned>(count), kScanTile>>>(data + lo, n - lo, sums.ptr + first);
     SHARDSIM_GPU_CHECK(gpuGetLastError());
   }
-  exclusive_scan_serial<T><<<1, 1>>>(sums.ptr, tiles);
-  SHARDSIM_GPU_CHECK(gpuGetLastError());
+  if (tiles == 1) return;
+  inclusive_scan(sums.ptr, tiles);
   add_tile_offsets<T><<<grid_for(n), kThreads>>>(data, n, sums.ptr);
   SHARDSIM_GPU_CHECK(gpuGetLastError());
 }
@@ -109,19 +102,89 @@ __global__ void compact_chunks(const std::uint32_t* words, const std::uint64_t* 
 
 // ---------------------------------------------------------------- decompression
 
-// Chunk starts from the bitmaps, walking the stream once; *bad = 1 when it ends early.
-__global__ void chunk_offsets(const std::uint32_t* stream, std::uint64_t size, std::uint64_t chunks,
-                              std::uint64_t* starts, int* bad) {
-  std::uint64_t pos = 0;
-  for (std::uint64_t c = 0; c < chunks; ++c) {
-    if (pos >= size) {
-      *bad = 1;
-      return;
+// Chunk starts from the bitmaps. A chunk is 1 + popcount(bitmap) words, so where each starts depends on every
+// chunk before it; the stream is walked in parallel by segments of kSegment words instead of once. A chunk
+// starting in a segment begins within its first kChunkWords words (the chunk before is at most that long), so:
+//   1. for every segment and every such entry offset, one thread walks the chunks from there to the segment's
+//      end and notes where the walk leaves it (the entry offset of the next segment) and how many chunks it
+//      started;
+//   2. one thread follows the true entries from the stream's start, segment by segment (a few thousand steps
+//      for a GiB instead of millions), giving each segment its entry offset and first chunk index;
+//   3. every segment is walked again from its true entry, writing the chunk starts.
+// *bad = 1 when the stream ends before the last chunk does.
+constexpr std::uint64_t kSegment = 65536;
+
+struct SegmentExit {
+  std::uint32_t next_entry;  ///< offset into the next segment where the walk leaves this one
+  std::uint32_t chunks;      ///< chunks started in this segment
+};
+
+__global__ void walk_segments(const std::uint32_t* stream, std::uint64_t size, std::uint64_t segments,
+                              SegmentExit* exits) {
+  const std::uint64_t work = segments * kChunkWords;
+  const std::uint64_t grid = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
+  for (std::uint64_t t = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < work; t += grid) {
+    const std::uint64_t seg = t / kChunkWords;
+    const std::uint64_t end = (seg + 1) * kSegment;
+    std::uint64_t pos = seg * kSegment + t % kChunkWords;
+    std::uint32_t chunks = 0;
+    while (pos < end && pos < size) {
+      pos += 1 + static_cast<std::uint64_t>(__popc(stream[pos]));
+      ++chunks;
     }
-    starts[c] = pos;
-    pos += 1 + static_cast<std::uint64_t>(__popc(stream[pos]));
+    exits[t] = SegmentExit{static_cast<std::uint32_t>(pos >= end ? pos - end : 0), chunks};
   }
-  if (pos > size) *bad = 1;
+}
+
+// entries[s] = (entry offset of segment s, index of its first chunk), following the walks from offset 0.
+__global__ void chain_segments(const SegmentExit* exits, std::uint64_t segments, std::uint64_t* entries) {
+  std::uint64_t offset = 0, first = 0;
+  for (std::uint64_t s = 0; s < segments; ++s) {
+    entries[2 * s] = offset;
+    entries[2 * s + 1] = first;
+    const SegmentExit e = exits[s * kChunkWords + offset];
+    first += e.chunks;
+    offset = e.next_entry;
+  }
+}
+
+__global__ void write_starts(const std::uint32_t* stream, std::uint64_t size, std::uint64_t chunks,
+                             std::uint64_t segments, const std::uint64_t* entries, std::uint64_t* starts, int* bad) {
+  const std::uint64_t grid = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
+  for (std::uint64_t seg = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; seg < segments;
+       seg += grid) {
+    const std::uint64_t end = (seg + 1) * kSegment;
+    std::uint64_t pos = seg * kSegment + entries[2 * seg];
+    std::uint64_t c = entries[2 * seg + 1];
+    while (pos < end && c < chunks) {
+      if (pos >= size) {
+        *bad = 1;
+        return;
+      }
+      starts[c++] = pos;
+      pos += 1 + static_cast<std::uint64_t>(__popc(stream[pos]));
+    }
+    // The segment holding the last chunk's start checks that the chunk ends inside the stream; a stream that
+    // ends with chunks still to start is caught by the segment where the walk runs out.
+    if (c == chunks && pos > size && (c > entries[2 * seg + 1])) *bad = 1;
+    if (seg + 1 == segments && c < chunks) *bad = 1;
+  }
+}
+
+void chunk_offsets(const std::uint32_t* stream, std::uint64_t size, std::uint64_t chunks, std::uint64_t* starts,
+                   int* bad) {
+  // Segments cover the words that chunk starts can occupy: the stream's size, bounded by the longest stream
+  // `chunks` chunks can make (longer streams are refused by the walk).
+  const std::uint64_t span = size < chunks * kChunkWords ? size : chunks * kChunkWords;
+  const std::uint64_t segments = span / kSegment + 1;
+  DeviceBuffer<SegmentExit> exits(segments * kChunkWords);
+  DeviceBuffer<std::uint64_t> entries(2 * segments);
+  walk_segments<<<grid_for(segments * kChunkWords), kThreads>>>(stream, size, segments, exits.ptr);
+  SHARDSIM_GPU_CHECK(gpuGetLastError());
+  chain_segments<<<1, 1>>>(exits.ptr, segments, entries.ptr);
+  SHARDSIM_GPU_CHECK(gpuGetLastError());
+  write_starts<<<grid_for(segments), kThreads>>>(stream, size, chunks, segments, entries.ptr, starts, bad);
+  SHARDSIM_GPU_CHECK(gpuGetLastError());
 }
 
 // Element k of stride class r = k % stride, position j = k / stride, sits at v = r * per + j of the
@@ -202,8 +265,7 @@ void mpc_decompress_device_ptrs(const std::uint32_t* stream, std::uint64_t size,
                                 std::uint64_t* starts, std::uint32_t* deltas, int* bad, float* out) {
   (void)mpc_deltas_scratch(n, stride);  // validates the stride
   if (n == 0) return;
-  chunk_offsets<<<1, 1>>>(stream, size, (n + mpc::kChunk - 1) / mpc::kChunk, starts, bad);
-  SHARDSIM_GPU_CHECK(gpuGetLastError());
+  chunk_offsets(stream, size, (n + mpc::kChunk - 1) / mpc::kChunk, starts, bad);
   decode_from_starts(stream, n, stride, starts, deltas, out);
 }
 
@@ -239,8 +301,7 @@ void mpc_decompress_on_device(const std::vector<std::uint32_t>& stream, std::siz
   }
   // The stream's chunk offsets first, to refuse a truncated stream before decoding it.
   SHARDSIM_GPU_CHECK(gpuMemset(bad.ptr, 0, sizeof(int)));
-  chunk_offsets<<<1, 1>>>(d_stream.ptr, stream.size(), chunks, starts.ptr, bad.ptr);
-  SHARDSIM_GPU_CHECK(gpuGetLastError());
+  chunk_offsets(d_stream.ptr, stream.size(), chunks, starts.ptr, bad.ptr);
   int h_bad = 0;
   SHARDSIM_GPU_CHECK(gpuMemcpy(&h_bad, bad.ptr, sizeof h_bad, gpuMemcpyDeviceToHost));
   if (h_bad) throw KernelError("MPC stream ends early");

@@ -17,8 +17,8 @@ TEST(BlockQuantGpu, SameBytesAsTheCpuReference) {
   std::mt19937 rng(5);
   std::normal_distribution<float> d(0.0F, 3.0F);
   for (QuantBits bits : {QuantBits::kInt8, QuantBits::kInt4}) {
-    for (std::size_t block : {1u, 63u, 600u, 2048u, 8192u, 8194u}) {
-      for (std::size_t n : {0u, 1u, 1000u, 8192u * 5 + 3}) {
+    for (std::size_t block : {1u, 4u, 63u, 600u, 1024u, 2048u, 4100u, 8192u, 8194u}) {
+      for (std::size_t n : {0u, 1u, 2u, 6u, 1000u, 8192u * 5 + 3}) {
         std::vector<float> x(n);
         for (auto& v : x) v = d(rng);
         if (n > 10) {

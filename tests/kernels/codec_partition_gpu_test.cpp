@@ -119,6 +119,18 @@ TEST(MpcGpu, RefusesWhatTheCpuRefuses) {
   EXPECT_THROW(gpu::mpc_decompress_on_device({}, 1, out), KernelError);
   EXPECT_THROW(gpu::mpc_decompress_on_device({0xffffffffu, 1u}, 1, out), KernelError);
   EXPECT_THROW(gpu::mpc_compress_on_device({1.0F}, 0), KernelError);
+  // Streams cut short, across several of the GPU's walking segments: refused by both backends.
+  std::vector<float> x((1u << 21) + 7);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.01F * static_cast<float>(i)) * static_cast<float>(i % 97);
+  const auto stream = mpc_compress(x);
+  std::vector<float> back(x.size());
+  for (std::size_t keep : {stream.size() - 1, stream.size() / 2, std::size_t{1}}) {
+    const std::vector<std::uint32_t> cut(stream.begin(), stream.begin() + static_cast<std::ptrdiff_t>(keep));
+    EXPECT_THROW(mpc_decompress(cut, 1, back), KernelError) << keep;
+    EXPECT_THROW(gpu::mpc_decompress_on_device(cut, 1, back), KernelError) << keep;
+  }
+  gpu::mpc_decompress_on_device(stream, 1, back);
+  EXPECT_EQ(std::memcmp(back.data(), x.data(), x.size() * sizeof(float)), 0);
 }
 
 }  // namespace
