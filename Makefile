@@ -12,7 +12,7 @@ PACKAGES := g++ make cmake ninja-build pkg-config libyaml-cpp-dev libboost-progr
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps build demo test bench validate-gpu clean
+.PHONY: all deps build demo test bench validate-gpu gpu-bundle clean
 
 all: build
 
@@ -48,6 +48,12 @@ bench: build
 # under validate/results/.
 validate-gpu:
 	BUILD=$(BUILD) sh validate/run_gpu.sh
+
+# For a GPU node without the build dependencies (cluster compute nodes, containers): built here with nvcc, a
+# directory with the programs and the libraries they need; on the node, `sh $(BUILD)/gpu-bundle/run.sh OUTDIR`
+# does what validate-gpu does. See validate/bundle_gpu.sh.
+gpu-bundle: deps $(BUILD)/build.ninja
+	BUILD=$(BUILD) sh validate/bundle_gpu.sh
 
 clean:
 	rm -rf $(BUILD)

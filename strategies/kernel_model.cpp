@@ -21,6 +21,10 @@ KernelModel::KernelModel(const core::DeviceSpec& device, core::Dtype dtype) {
   const auto peak = device.peak_for(dtype);
   SHARDSIM_ASSERT(peak.has_value(), "device has no peak for the compute dtype");
   flop_rate_ = peak->value() * device.gemm_efficiency;
+  attention_rate_ = peak->value() * (device.attention_efficiency > 0.0 ? device.attention_efficiency : device.gemm_efficiency);
+  attention_backward_rate_ =
+      peak->value() * (device.attention_backward_efficiency > 0.0 ? device.attention_backward_efficiency
+                                                                  : device.gemm_efficiency);
   byte_rate_ = device.hbm_bandwidth.value() * device.memory_efficiency;
   overhead_ = device.kernel_overhead.value();
   units_ = device.compute_units;
@@ -61,8 +65,16 @@ core::Seconds KernelModel::gemm_backward(const GemmShape& g) const {
   return gemm(data_gradient(g)) + gemm(weight_gradient(g));
 }
 
-core::Seconds KernelModel::fused(double flops, double t) const {
-  return core::Seconds(std::max(flops / (flop_rate_ * wave_efficiency(t)), overhead_));
+core::Seconds KernelModel::flash_attention(double batch_heads, double seq, double head_dim, bool backward) const {
+  const double flops = 2.0 * batch_heads * seq * seq * head_dim * (backward ? 2.5 : 1.0);
+  const double rate = backward ? attention_backward_rate_ : attention_rate_;
+  double t = flops / rate;
+  if (units_ > 0) {
+    const double rows = std::ceil(seq / kTile);
+    const double longest_block = flops / batch_heads * 2.0 / (rows + 1.0);
+    t = std::max(t, longest_block / (rate / units_));
+  }
+  return core::Seconds(std::max(t, overhead_));
 }
 
 core::Seconds KernelModel::memory(double bytes, int kernels) const {
@@ -96,10 +108,8 @@ LayerTimes time_layers(const core::ModelSpec& m, const core::PlanSpec& plan, con
   if (plan.flash_attention) {
     // FlashAttention: scores and context fused, only the causal half of the score matrix computed; the backward
     // recomputes the scores (5 matrix products against the forward's 2).
-    const double flops = 0.5 * 4.0 * b * s * s * h / t;
-    const double q_tiles = std::ceil(s / kTile) * heads;
-    att_fwd = km.fused(flops, q_tiles);
-    att_bwd = km.fused(2.5 * flops, q_tiles);
+    att_fwd = km.flash_attention(heads, s, d, false);
+    att_bwd = km.flash_attention(heads, s, d, true);
   } else {
     // Batched GEMMs for scores (s x s over d) and context (s x d over s), scale/mask/softmax and dropout kernels
     // over the b x a x s x s scores (read and write, 16-bit), and their backward.

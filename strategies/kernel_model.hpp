@@ -11,6 +11,7 @@
 // GEMMs; attention as FlashAttention (one fused kernel each way, the causal half of the score matrix, the
 // backward recomputing the scores) or as batched GEMMs with scale/mask/softmax/dropout kernels; norms,
 // activation, residual and dropout kernels; the embedding lookup; the logits GEMM and the cross-entropy.
+// FlashAttention runs at its own efficiency (measured on the device: validate/results/), well below a GEMM's.
 #include "sim/core/cluster_spec.hpp"
 #include "sim/core/dtype.hpp"
 #include "sim/core/model_spec.hpp"
@@ -53,8 +54,12 @@ class KernelModel {
   /** @brief The backward of a forward GEMM: its data-gradient (m x k from m x n, n x k) and weight-gradient
    *  (k x n from k x m, m x n) GEMMs. */
   [[nodiscard]] core::Seconds gemm_backward(const GemmShape& g) const;
-  /** @brief Work of `flops` in one fused kernel over `tiles` output tiles (FlashAttention), at least the overhead. */
-  [[nodiscard]] core::Seconds fused(double flops, double tiles) const;
+  /** @brief Causal FlashAttention over `batch_heads` heads of `seq` tokens of `head_dim`, forward (the causal half
+   *  of QK^T and PV) or backward (five products, the scores recomputed: 2.5x the forward's FLOPs), at the device's
+   *  attention efficiency. The kernel spreads 128-row blocks of each head over the compute units, and causal
+   *  blocks are unequal (row block i of R works on i + 1 column blocks), so with few heads the longest block, a
+   *  whole row, bounds the time: the kernel takes at least that block's work at one unit's rate. */
+  [[nodiscard]] core::Seconds flash_attention(double batch_heads, double seq, double head_dim, bool backward) const;
   /** @brief `kernels` memory-bound kernels moving `bytes` in total. */
   [[nodiscard]] core::Seconds memory(double bytes, int kernels) const;
   /** @brief Fraction of the compute units busy over a GEMM's waves of `tiles` output tiles (1 when unknown). */
@@ -62,6 +67,7 @@ class KernelModel {
 
  private:
   double flop_rate_;   ///< peak x ceiling
+  double attention_rate_, attention_backward_rate_;  ///< peak x attention efficiency, forward and backward
   double byte_rate_;   ///< HBM bandwidth x memory efficiency
   double overhead_;    ///< seconds per kernel
   int units_;          ///< SMs / CUs

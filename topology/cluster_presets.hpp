@@ -14,5 +14,9 @@ namespace shardsim::topology {
 std::vector<std::string> cluster_preset_names();
 /** @brief A built-in cluster with `nodes` = 1; nullptr if unknown. */
 const core::ClusterSpec* find_cluster_preset(const std::string& name);
+/** @brief The built-in cluster whose device a GPU reporting `device_name` is (the name the CUDA / HIP runtime
+ *  gives: "NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-40GB", ...); nullptr when none is (another variant, with
+ *  other clocks or memory, is not the same device). */
+const core::ClusterSpec* find_preset_for_device(const std::string& device_name);
 
 }  // namespace shardsim::topology

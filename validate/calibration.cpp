@@ -9,6 +9,8 @@
 #include "sim/core/errors.hpp"
 #include "sim/scenario/config_node.hpp"
 #include "sim/scenario/text_file.hpp"
+#include "topology/cluster_presets.hpp"
+#include "validate/device_fit.hpp"
 #include "validate/model_parameters.hpp"
 
 namespace shardsim::validate {
@@ -34,39 +36,15 @@ LinearFit fit_latency_bandwidth(const std::vector<std::pair<double, double>>& pt
   return f;
 }
 
-GemmFit fit_gemm(const std::vector<std::pair<double, double>>& pts) {
-  SHARDSIM_ASSERT(pts.size() >= 2, "a GEMM fit needs two points");
-  // 1/eff = 1/e_max + (F_half/e_max) (1/F): linear in 1/F; relative weighting by eff.
-  Eigen::MatrixXd a(static_cast<Eigen::Index>(pts.size()), 2);
-  Eigen::VectorXd y(static_cast<Eigen::Index>(pts.size()));
-  for (std::size_t i = 0; i < pts.size(); ++i) {
-    const auto row = static_cast<Eigen::Index>(i);
-    const double w = pts[i].second;  // d(1/eff) = -d(eff)/eff^2: weight by eff for relative error
-    a(row, 0) = w;
-    a(row, 1) = w / pts[i].first;
-    y(row) = w / pts[i].second;
-  }
-  const Eigen::Vector2d sol = a.colPivHouseholderQr().solve(y);
-  GemmFit f;
-  f.max_efficiency = 1.0 / sol(0);
-  f.half_flops = std::max(0.0, sol(1) * f.max_efficiency);
-  f.points = static_cast<int>(pts.size());
-  for (const auto& [flops, eff] : pts) {
-    f.max_relative_error = std::max(f.max_relative_error, std::fabs(f.efficiency(flops) - eff) / eff);
-  }
-  return f;
-}
-
-Calibration calibrate(const Results& r, const std::string& file) {
+Calibration calibrate(const Results& r, const std::string& file, DeviceFit* fit) {
   Calibration c;
   c.device = r.device;
   c.peak = r.peak;
+  c.file = file;
   std::map<std::string, std::vector<std::pair<double, double>>> copies, kernels;
-  std::vector<std::pair<double, double>> gemm;
   for (const auto& m : r.measurements) {
     if (m.kind == "copy") copies[m.name].emplace_back(m.bytes, m.seconds);
     if (m.kind == "kernel") kernels[m.name].emplace_back(m.bytes, m.seconds);
-    if (m.kind == "gemm" && r.peak) gemm.emplace_back(m.flops, m.flops / m.seconds / r.peak->value());
   }
   auto fit_all = [&](const auto& groups, std::map<std::string, LinearFit>& out, const char* what) {
     for (const auto& [name, pts] : groups) {
@@ -82,7 +60,11 @@ Calibration calibrate(const Results& r, const std::string& file) {
   };
   fit_all(copies, c.copies, "copy");
   fit_all(kernels, c.kernels, "kernel");
-  if (gemm.size() >= 2) c.gemm = fit_gemm(gemm);
+  if (r.device.backend != "cpu" && topology::find_preset_for_device(r.device.name)) {
+    DeviceFit f = fit_device(r, file);
+    c.parameters = f.parameters;
+    if (fit) *fit = std::move(f);
+  }
   return c;
 }
 
@@ -224,10 +206,6 @@ std::string write_calibration(const Calibration& c) {
   for (const auto& [name, f] : c.copies) o += fmt::format("  {}: {}\n", name, fit_line(f));
   o += "kernels:\n";
   for (const auto& [name, f] : c.kernels) o += fmt::format("  {}: {}\n", name, fit_line(f));
-  if (c.gemm) {
-    o += fmt::format("gemm: {{max_efficiency: {:.6g}, half_flops: {:.6g}GFLOP, points: {}, max_relative_error: {:.4f}}}\n",
-                     c.gemm->max_efficiency, c.gemm->half_flops / 1e9, c.gemm->points, c.gemm->max_relative_error);
-  }
   if (!c.parameters.empty()) {
     o += "parameters:\n";
     for (const auto& [name, f] : c.parameters) o += parameter_line(name, f);
@@ -237,8 +215,9 @@ std::string write_calibration(const Calibration& c) {
 
 Calibration parse_calibration(const std::string& text, const std::string& file) {
   const ConfigNode root = ConfigNode::parse(text, file);
-  root.expect_map({"device", "peak", "copies", "kernels", "gemm", "parameters"});
+  root.expect_map({"device", "peak", "copies", "kernels", "parameters"});
   Calibration c;
+  c.file = file;
   if (auto d = root.find("device")) c.device = parse_device(*d);
   if (auto v = root.find("peak")) c.peak = v->as_flop_rate();
   auto read_fits = [](const std::optional<ConfigNode>& n, std::map<std::string, LinearFit>& out) {
@@ -255,32 +234,21 @@ Calibration parse_calibration(const std::string& text, const std::string& file) 
   };
   read_fits(root.find("copies"), c.copies);
   read_fits(root.find("kernels"), c.kernels);
-  if (auto g = root.find("gemm")) {
-    g->expect_map({"max_efficiency", "half_flops", "points", "max_relative_error"});
-    GemmFit f;
-    f.max_efficiency = g->get("max_efficiency").as_fraction();
-    try {
-      f.half_flops = core::parse_flops(g->get("half_flops").as_string()).value();
-    } catch (const core::UnitError& e) {
-      g->get("half_flops").fail(e.what());
-    }
-    if (auto p = g->find("points")) f.points = p->as_positive_int();
-    if (auto e = g->find("max_relative_error")) f.max_relative_error = e->as_double();
-    c.gemm = f;
-  }
   if (auto p = root.find("parameters")) c.parameters = parse_parameters(*p);
   return c;
 }
 
 void apply_calibration(const Calibration& c, core::ClusterSpec& cluster) {
-  auto& d = cluster.device;
-  if (c.gemm || c.copies.count("d2d")) {
-    d.efficiency_source = fmt::format("calibrated on {} ({}, {})", c.device.name, c.device.backend, c.device.date);
-  }
-  if (c.gemm) d.gemm_efficiency = std::clamp(c.gemm->max_efficiency, 0.01, 1.0);
-  if (auto it = c.copies.find("d2d"); it != c.copies.end()) {
-    // A device copy reads and writes every byte: the memory system moves 2x the copied bytes.
-    d.memory_efficiency = std::clamp(2.0 * it->second.bandwidth.value() / d.hbm_bandwidth.value(), 0.01, 1.0);
+  if (c.device.backend == "cuda" || c.device.backend == "hip") {
+    const core::ClusterSpec* measured = topology::find_preset_for_device(c.device.name);
+    const bool same = c.device.name == cluster.device.name || (measured && measured->device.name == cluster.device.name);
+    if (!same) {
+      throw core::ConfigError(core::SourceLocation{c.file, 0, 0}, "device",
+                              fmt::format("this calibration was measured on '{}'{}; the scenario's device is '{}': "
+                                          "calibrate on that device, or run the scenario on the measured one",
+                                          c.device.name, measured ? fmt::format(" (the {} device)", measured->name) : "",
+                                          cluster.device.name));
+    }
   }
   if (auto it = c.copies.find("h2d_pinned"); it != c.copies.end()) cluster.host.link_bandwidth = it->second.bandwidth;
 }
@@ -311,7 +279,10 @@ void apply_parameters(const Calibration& c, scenario::Scenario& s) {
   const bool device_fitted = std::any_of(updates.begin(), updates.end(),
                                          [](const auto& u) { return u.first->name.rfind("device.", 0) == 0; });
   if (device_fitted && !c.parameters.empty()) {
-    s.cluster.device.efficiency_source = fmt::format("fitted: {}", c.parameters.begin()->second.where.file);
+    s.cluster.device.efficiency_source =
+        c.device.backend.empty() ? fmt::format("fitted to runs: {}", c.file)
+                                 : fmt::format("calibrated on {} ({}, {}): {}", c.device.name, c.device.backend,
+                                               c.device.date, c.file);
   }
 }
 
@@ -328,19 +299,12 @@ std::string render_comparison(const Results& r, const Calibration& c) {
   std::string o = fmt::format("calibration of {} ({}, {})\n", c.device.name, c.device.backend, c.device.date);
   o += fmt::format("  {:<8} {:<18} {:>14} {:>14} {:>14} {:>9}\n", "kind", "name", "size", "measured", "predicted", "error");
   for (const auto& m : r.measurements) {
-    double predicted = 0.0;
-    std::string size;
-    if (m.kind == "gemm") {
-      if (!c.gemm || !c.peak) continue;
-      predicted = m.flops / (c.gemm->efficiency(m.flops) * c.peak->value());
-      size = fmt::format("{:.3g} GFLOP", m.flops / 1e9);
-    } else {
-      const auto& fits = m.kind == "copy" ? c.copies : c.kernels;
-      const auto it = fits.find(m.name);
-      if (it == fits.end()) continue;
-      predicted = it->second.predict(m.bytes).value();
-      size = core::format_bytes(core::Bytes(m.bytes));
-    }
+    if (m.kind != "copy" && m.kind != "kernel") continue;  // the compute model's fit reports those
+    const auto& fits = m.kind == "copy" ? c.copies : c.kernels;
+    const auto it = fits.find(m.name);
+    if (it == fits.end()) continue;
+    const double predicted = it->second.predict(m.bytes).value();
+    const std::string size = core::format_bytes(core::Bytes(m.bytes));
     o += fmt::format("  {:<8} {:<18} {:>14} {:>14} {:>14} {:>8.2f}%\n", m.kind, m.name, size,
                      core::format_seconds(core::Seconds(m.seconds)), core::format_seconds(core::Seconds(predicted)),
                      // Round away -0.00 so equal numbers print the same either side of zero.
@@ -353,10 +317,6 @@ std::string render_comparison(const Results& r, const Calibration& c) {
   for (const auto& [name, f] : c.kernels) {
     o += fmt::format("  kernel {:<18} latency {}, bandwidth {}\n", name, core::format_seconds(f.latency),
                      core::format_bandwidth(f.bandwidth));
-  }
-  if (c.gemm) {
-    o += fmt::format("  gemm   efficiency up to {:.3f}, half of it at {:.3g} GFLOP\n", c.gemm->max_efficiency,
-                     c.gemm->half_flops / 1e9);
   }
   return o;
 }

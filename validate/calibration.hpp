@@ -54,13 +54,6 @@ struct LinearFit {
   [[nodiscard]] core::Seconds predict(double bytes) const { return latency + core::Bytes(bytes) / bandwidth; }
 };
 
-struct GemmFit {
-  double max_efficiency = 0.0;
-  double half_flops = 0.0;  ///< FLOPs at which half of max_efficiency is reached
-  int points = 0;
-  double max_relative_error = 0.0;
-  [[nodiscard]] double efficiency(double flops) const { return max_efficiency * flops / (flops + half_flops); }
-};
 
 /** @brief A model parameter's value fitted to measured runs. */
 struct FittedParameter {
@@ -73,20 +66,20 @@ struct Calibration {
   DeviceInfo device;  ///< empty backend: no device was benchmarked (a calibration from runs only)
   std::map<std::string, LinearFit> copies;   ///< by copy path
   std::map<std::string, LinearFit> kernels;  ///< by kernel name
-  std::optional<GemmFit> gemm;
   std::optional<core::FlopPerSec> peak;
   std::map<std::string, FittedParameter> parameters;  ///< by model parameter name (model_parameters.hpp)
+  std::string file;  ///< where it was read from (errors name it)
 };
 
 /** @brief Least-squares latency + bytes/bandwidth through (bytes, seconds) points. Precondition: >= 2 points
  *  with distinct sizes. */
 LinearFit fit_latency_bandwidth(const std::vector<std::pair<double, double>>& bytes_seconds);
-/** @brief Least-squares saturating efficiency through (flops, efficiency) points. Precondition: >= 2 points. */
-GemmFit fit_gemm(const std::vector<std::pair<double, double>>& flops_efficiency);
 
-/** @brief Fits every copy path, kernel and the GEMM curve found in `r`. Throws core::ConfigError naming what
- *  lacks the measurements a fit needs. */
-Calibration calibrate(const Results& r, const std::string& file);
+struct DeviceFit;
+/** @brief Fits every copy path and kernel found in `r` (latency + bytes / bandwidth) and, where `r` measured a
+ *  built-in GPU, the compute model's device parameters (device_fit.hpp; into `parameters`, and into `*fit` when
+ *  given). Throws core::ConfigError naming what lacks the measurements a fit needs. */
+Calibration calibrate(const Results& r, const std::string& file, DeviceFit* fit = nullptr);
 
 /** @brief Strict YAML readers/writers (units on every dimensioned value). parse_calibration checks each
  *  parameter's name and unit against every machine; whether the scenario's machine has it, and in range, is
@@ -95,8 +88,9 @@ Results parse_results(const std::string& text, const std::string& file);
 std::string write_calibration(const Calibration& c);
 Calibration parse_calibration(const std::string& text, const std::string& file);
 
-/** @brief What the simulator takes from a calibration's device fits: GEMM efficiency (e_max), memory-bound
- *  efficiency (device copy bandwidth / HBM bandwidth), the host link (pinned host-to-device copies). */
+/** @brief What the simulator takes from a calibration's copy fits: the host link (pinned host-to-device copies).
+ *  Throws core::ConfigError when the calibration measured a GPU that is not `cluster`'s device: another device's
+ *  numbers would be applied as this one's. */
 void apply_calibration(const Calibration& c, core::ClusterSpec& cluster);
 /** @brief Sets `c`'s fitted parameters in `s`; call it after apply_calibration, so that fits to whole runs win.
  *  Throws core::ConfigError at the parameter's line when `s` has no such parameter or the value is outside its

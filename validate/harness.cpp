@@ -54,12 +54,11 @@ std::string describe_size(double bytes, double flops) {
 }
 
 #ifdef SHARDSIM_HAVE_GPU_BENCH
-// The dense BF16 peak of a measured NVIDIA device, from the built-in dgx-h100 cluster (H100 SXM, NVIDIA
-// datasheet; the H200 has the same tensor cores and clocks). Unknown devices get none: no GEMM fit.
+// The dense BF16 peak of a measured device, from the built-in cluster that has it; none for other devices.
 std::optional<core::FlopPerSec> known_peak(const std::string& name) {
-  if (name.find("H100") == std::string::npos && name.find("H200") == std::string::npos) return std::nullopt;
-  if (name.find("PCIe") != std::string::npos) return std::nullopt;  // a different clock: not in the presets
-  return topology::find_cluster_preset("dgx-h100")->device.peak_for(core::Dtype::kBf16);
+  const core::ClusterSpec* preset = topology::find_preset_for_device(name);
+  if (!preset) return std::nullopt;
+  return preset->device.peak_for(core::Dtype::kBf16);
 }
 
 Results run_gpu(const HarnessOptions& o, const std::function<void(const std::string&)>& progress) {

@@ -46,17 +46,29 @@ struct Kind {
   void (*set)(Scenario& s, const std::string& level, double v);
 };
 
-const std::array<Kind, 8>& kinds() {
-  static const std::array<Kind, 8> kKinds = {{
+const std::array<Kind, 10>& kinds() {
+  static const std::array<Kind, 10> kKinds = {{
       {"device.gemm_efficiency", "", true, false, 0.2, 0.95, efficiency_source,
        [](const Scenario& s, const std::string&) { return s.cluster.device.gemm_efficiency; },
        [](Scenario& s, const std::string&, double v) { s.cluster.device.gemm_efficiency = v; }},
       {"device.memory_efficiency", "", true, false, 0.3, 1.0, efficiency_source,
        [](const Scenario& s, const std::string&) { return s.cluster.device.memory_efficiency; },
        [](Scenario& s, const std::string&, double v) { s.cluster.device.memory_efficiency = v; }},
+      // FlashAttention reaches a third of a Hopper GPU's dense peak forward (validate/results/), less backward.
+      {"device.attention_efficiency", "", true, false, 0.05, 0.95, efficiency_source,
+       [](const Scenario& s, const std::string&) {
+         const auto& d = s.cluster.device;
+         return d.attention_efficiency > 0.0 ? d.attention_efficiency : d.gemm_efficiency;
+       },
+       [](Scenario& s, const std::string&, double v) { s.cluster.device.attention_efficiency = v; }},
+      {"device.attention_backward_efficiency", "", true, false, 0.05, 0.95, efficiency_source,
+       [](const Scenario& s, const std::string&) {
+         const auto& d = s.cluster.device;
+         return d.attention_backward_efficiency > 0.0 ? d.attention_backward_efficiency : d.gemm_efficiency;
+       },
+       [](Scenario& s, const std::string&, double v) { s.cluster.device.attention_backward_efficiency = v; }},
       // From a bare CUDA launch (~2-5 us) to an eager framework dispatching many small ops per modelled kernel.
-      {"device.kernel_overhead", "s", true, false, 0.0, 200e-6,
-       [](const Scenario&, const std::string&) { return std::string("[guess] launch and framework time per kernel"); },
+      {"device.kernel_overhead", "s", true, false, 0.0, 200e-6, efficiency_source,
        [](const Scenario& s, const std::string&) { return s.cluster.device.kernel_overhead.value(); },
        [](Scenario& s, const std::string&, double v) { s.cluster.device.kernel_overhead = core::Seconds(v); }},
       // Pinned copies reach well below the link's rate on some hosts (PCIe protocol overhead, IOMMU).

@@ -14,6 +14,7 @@
 #include "sim/scenario/text_file.hpp"
 #include "topology/cluster_presets.hpp"
 #include "validate/calibration.hpp"
+#include "validate/device_fit.hpp"
 #include "validate/collective_runs.hpp"
 #include "validate/model_parameters.hpp"
 #include "validate/run_fit.hpp"
@@ -166,9 +167,15 @@ int cmd_calibrate(const std::vector<std::string>& args) {
   if (runs) return calibrate_runs(vm);
   const std::string path = vm["results"].as<std::string>();
   const auto results = validate::parse_results(scenario::read_text_file(path, "results file"), path);
-  const auto cal = validate::calibrate(results, path);
+  validate::DeviceFit fit;
+  const auto cal = validate::calibrate(results, path, &fit);
   if (vm.count("output")) report::write_file_atomic(vm["output"].as<std::string>(), validate::write_calibration(cal));
   std::cout << validate::render_comparison(results, cal);
+  if (!fit.preset.empty()) {
+    std::cout << "\n" << validate::render_device_fit(fit);
+  } else if (results.device.backend != "cpu") {
+    std::cout << "\n" << results.device.name << " is none of the built-in devices: the compute model is not fitted\n";
+  }
   return kOk;
 }
 

@@ -34,9 +34,14 @@ struct DeviceSpec {
   BytesPerSec hbm_bandwidth;
   double gemm_efficiency = 0.5;    ///< fraction of peak a large GEMM reaches (smaller ones lose to wave quantisation)
   double memory_efficiency = 0.8;  ///< fraction of HBM bandwidth memory-bound kernels reach
+  /// fraction of the dense peak that causal FlashAttention reaches forward / backward with every SM busy (the
+  /// fused kernels run well below a GEMM's ceiling: softmax, masking and the online rescaling between the two
+  /// matrix products); 0: the GEMM ceiling, as a [guess]
+  double attention_efficiency = 0.0;
+  double attention_backward_efficiency = 0.0;
   int compute_units = 0;           ///< SMs / CUs that a GEMM's tiles are spread over; 0: unknown (no quantisation)
   Seconds kernel_overhead;         ///< per kernel: launch, framework and tail time that no work hides
-  /// where gemm_efficiency, memory_efficiency and kernel_overhead come from ("[guess]", a measurement, a
+  /// where gemm_efficiency, memory_efficiency, the attention efficiencies and kernel_overhead come from ("[guess]", a measurement, a
   /// calibration file): reports show it next to the numbers
   std::string efficiency_source = "[guess]";
   Bytes runtime_reserved;          ///< HBM taken by the runtime/context before the job allocates

@@ -237,6 +237,8 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
                   {"device_model",
                    {{"gemm_efficiency", c.device.gemm_efficiency},
                     {"memory_efficiency", c.device.memory_efficiency},
+                    {"attention_efficiency", c.device.attention_efficiency},
+                    {"attention_backward_efficiency", c.device.attention_backward_efficiency},
                     {"hbm_bandwidth_Bps", c.device.hbm_bandwidth.value()},
                     {"compute_units", c.device.compute_units},
                     {"kernel_overhead_s", c.device.kernel_overhead.value()},

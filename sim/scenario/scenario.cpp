@@ -100,8 +100,8 @@ core::ModelSpec parse_model(const ConfigNode& n, const std::filesystem::path& ba
 
 // ---------------------------------------------------------------- cluster
 void apply_device(const ConfigNode& n, core::DeviceSpec& d) {
-  n.expect_map({"name", "peak", "hbm", "hbm_bandwidth", "gemm_efficiency", "memory_efficiency", "runtime_reserved",
-                "compute_units", "kernel_overhead"});
+  n.expect_map({"name", "peak", "hbm", "hbm_bandwidth", "gemm_efficiency", "memory_efficiency", "attention_efficiency",
+                "attention_backward_efficiency", "runtime_reserved", "compute_units", "kernel_overhead"});
   if (auto v = n.find("name")) d.name = v->as_string();
   if (auto p = n.find("peak")) {
     p->expect_map({"fp32", "fp16", "bf16", "fp8", "int8"});
@@ -112,7 +112,10 @@ void apply_device(const ConfigNode& n, core::DeviceSpec& d) {
   if (auto v = n.find("hbm_bandwidth")) d.hbm_bandwidth = v->as_bandwidth();
   if (auto v = n.find("gemm_efficiency")) d.gemm_efficiency = v->as_fraction();
   if (auto v = n.find("memory_efficiency")) d.memory_efficiency = v->as_fraction();
-  if (n.has("gemm_efficiency") || n.has("memory_efficiency") || n.has("kernel_overhead")) {
+  if (auto v = n.find("attention_efficiency")) d.attention_efficiency = v->as_fraction();
+  if (auto v = n.find("attention_backward_efficiency")) d.attention_backward_efficiency = v->as_fraction();
+  if (n.has("gemm_efficiency") || n.has("memory_efficiency") || n.has("attention_efficiency") ||
+      n.has("attention_backward_efficiency") || n.has("kernel_overhead")) {
     d.efficiency_source = n.file();
   }
   if (auto v = n.find("compute_units")) d.compute_units = static_cast<int>(v->as_int(0, 1 << 20));
@@ -940,6 +943,10 @@ std::string cluster_to_yaml(const core::ClusterSpec& c) {
                    c.device.hbm_bandwidth.value() / 1e9);
   o += fmt::format("  gemm_efficiency: {}\n  memory_efficiency: {}\n  runtime_reserved: {}\n",
                    c.device.gemm_efficiency, c.device.memory_efficiency, yaml_bytes(c.device.runtime_reserved.value()));
+  if (c.device.attention_efficiency > 0.0) o += fmt::format("  attention_efficiency: {}\n", c.device.attention_efficiency);
+  if (c.device.attention_backward_efficiency > 0.0) {
+    o += fmt::format("  attention_backward_efficiency: {}\n", c.device.attention_backward_efficiency);
+  }
   o += fmt::format("  compute_units: {}\n  kernel_overhead: {}us\n", c.device.compute_units,
                    c.device.kernel_overhead.value() * 1e6);
   o += fmt::format("host: {{memory: {}, memory_bandwidth: {}GB/s, link_bandwidth: {}GB/s}}\n",

@@ -60,12 +60,14 @@ TEST(Cli, CalibrateFitsAndRunUsesTheFit) {
   Outcome r = run("calibrate tests/data/results_synthetic.yaml -o '" + cal.string() + "'");
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("bandwidth 1500.0 GB/s"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("efficiency up to 0.820"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("device.gemm_efficiency                       0.75 +- "), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("-0.00%"), std::string::npos) << r.out;
   const Outcome plain = run("run scenarios/dgx_llama13b_stages.yaml");
   const Outcome fitted = run("run scenarios/dgx_llama13b_stages.yaml --calibration '" + cal.string() + "'");
   ASSERT_EQ(fitted.code, 0) << fitted.out;
-  EXPECT_NE(plain.out, fitted.out);  // the fitted GEMM efficiency (0.82) replaces the preset's 0.80
+  EXPECT_NE(plain.out, fitted.out);  // the fitted GEMM ceiling (0.75) replaces the preset's
+  // A calibration measured on another device is refused, not applied.
+  EXPECT_EQ(run("run scenarios/lassen_neox20b_3d.yaml --calibration '" + cal.string() + "'").code, 2);
   EXPECT_EQ(run("run scenarios/dgx_llama13b_stages.yaml --calibration no/such.yaml").code, 2);
   fs::remove_all(d);
 }

@@ -237,7 +237,7 @@ TEST(Calibrate, RunsRecoverTheParameterTheyWereMadeWith) {
   EXPECT_FALSE(line(again.out, "  iteration time").empty()) << again.out;
   EXPECT_EQ(line(again.out, "  iteration time"), line(truth.out, "  iteration time"));
   // The report says where the device's numbers come from.
-  EXPECT_NE(again.out.find("(fitted: " + cal.string() + ")"), std::string::npos) << again.out;
+  EXPECT_NE(again.out.find("(fitted to runs: " + cal.string() + ")"), std::string::npos) << again.out;
   // Bad input: an unknown parameter, a measurement without its unit.
   const Outcome unknown = run("calibrate --runs '" + (d / "runs.csv").string() + "' --fit device.gemm_eficiency");
   EXPECT_EQ(unknown.code, 2);

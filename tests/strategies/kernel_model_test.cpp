@@ -30,6 +30,24 @@ TEST(KernelModel, LargeGemmRunsAtTheCeiling) {
   EXPECT_NEAR(km.gemm(g).value(), 2.0 * 8192 * 12800 * 8192 / (100e12 * 0.5), 1e-12);
 }
 
+TEST(KernelModel, FlashAttentionRunsAtItsOwnEfficiencyAndFewHeadsWaitOnTheLongestRow) {
+  core::DeviceSpec d = device(100, 1);
+  d.attention_efficiency = 0.25;
+  d.attention_backward_efficiency = 0.2;
+  const KernelModel km(d, core::Dtype::kBf16);
+  // 512 heads of 2048 x 128: the causal half of 4 b h s^2 d FLOPs, every unit busy, at 0.25 of the peak.
+  const double fwd = 2.0 * 512 * 2048.0 * 2048.0 * 128;
+  EXPECT_NEAR(km.flash_attention(512, 2048, 128, false).value(), fwd / (100e12 * 0.25), 1e-12);
+  EXPECT_NEAR(km.flash_attention(512, 2048, 128, true).value(), 2.5 * fwd / (100e12 * 0.2), 1e-12);
+  // 4 heads: 16 row blocks each; the last does 16 of the head's 136 block pairs, on one of the 100 units.
+  const double head = 2.0 * 2048.0 * 2048.0 * 128;
+  EXPECT_NEAR(km.flash_attention(4, 2048, 128, false).value(), head * 2.0 / 17.0 / (100e12 * 0.25 / 100), 1e-12);
+  // Without a unit count the work is spread evenly; an unset efficiency is the GEMM ceiling.
+  core::DeviceSpec plain = device(0, 1);
+  const KernelModel flat(plain, core::Dtype::kBf16);
+  EXPECT_NEAR(flat.flash_attention(4, 2048, 128, false).value(), 4 * head / (100e12 * 0.5), 1e-12);
+}
+
 TEST(KernelModel, TheLastWaveOfTilesCosts) {
   const KernelModel km(device(100, 0), core::Dtype::kBf16);
   EXPECT_DOUBLE_EQ(km.wave_efficiency(100), 1.0);

@@ -42,7 +42,7 @@ TEST(ModelParameters, FrontierNamesEveryLevelWithItsSource) {
   std::vector<std::string> names;
   for (const auto& p : ps) names.push_back(p.name);
   const std::vector<std::string> expected = {
-      "device.gemm_efficiency",   "device.memory_efficiency", "device.kernel_overhead", "host.link_bandwidth",
+      "device.gemm_efficiency",   "device.memory_efficiency", "device.attention_efficiency", "device.attention_backward_efficiency", "device.kernel_overhead", "host.link_bandwidth",
       "network.gcd-pair.bandwidth", "network.node.bandwidth",   "network.slingshot.bandwidth",
       "network.gcd-pair.latency", "network.node.latency",     "network.slingshot.latency",
       "device.runtime_reserved",  "plan.workspace"};
@@ -66,7 +66,7 @@ TEST(ModelParameters, FrontierNamesEveryLevelWithItsSource) {
   EXPECT_TRUE(named(ps, "network.node.latency").affects_time);
   // The DGX preset's efficiencies were measured, and its device source says so.
   EXPECT_EQ(named(model_parameters(dgx()), "device.gemm_efficiency").source,
-            "measured: bf16 8192^3 GEMM and device copy on an H100; kernel overhead [guess]");
+            "calibrated on an H100 SXM: validate/results/NVIDIA-H100-80GB-HBM3-2026-11-23.yaml");
 }
 
 TEST(ModelParameters, NamesAreUniqueAndStable) {
@@ -200,14 +200,36 @@ TEST(CalibrationParameters, RoundTripAndApply) {
 
 TEST(CalibrationParameters, ShortFormAndDeviceFitsTogether) {
   const Calibration c = parse_calibration(
-      "device: {name: x, backend: cuda, date: d}\ngemm: {max_efficiency: 0.7, half_flops: 1GFLOP}\n"
-      "parameters:\n  device.gemm_efficiency: 0.6\n",
+      "device: {name: NVIDIA H100 80GB HBM3, backend: cuda, date: d}\n"
+      "copies:\n  h2d_pinned: {latency: 9us, bandwidth: 50GB/s}\n"
+      "parameters:\n  device.gemm_efficiency: 0.6\n  device.attention_efficiency: 0.3\n",
       "cal.yaml");
   auto s = dgx();
-  apply_calibration(c, s.cluster);
-  EXPECT_DOUBLE_EQ(s.cluster.device.gemm_efficiency, 0.7);
-  apply_parameters(c, s);  // a fit to whole runs wins over the device's GEMM benchmark
+  apply_to_scenario(c, s);
   EXPECT_DOUBLE_EQ(s.cluster.device.gemm_efficiency, 0.6);
+  EXPECT_DOUBLE_EQ(s.cluster.device.attention_efficiency, 0.3);
+  EXPECT_DOUBLE_EQ(s.cluster.host.link_bandwidth.value(), 50e9);
+  EXPECT_NE(s.cluster.device.efficiency_source.find("calibrated on NVIDIA H100 80GB HBM3"), std::string::npos)
+      << s.cluster.device.efficiency_source;
+}
+
+TEST(CalibrationParameters, RefusesACalibrationMeasuredOnAnotherDevice) {
+  const Calibration c = parse_calibration(
+      "device: {name: NVIDIA A100-SXM4-80GB, backend: cuda, date: d}\nparameters:\n  device.gemm_efficiency: 0.6\n",
+      "cal.yaml");
+  auto s = dgx();
+  const double before = s.cluster.device.gemm_efficiency;
+  try {
+    apply_to_scenario(c, s);
+    FAIL() << "an A100's calibration applied to an H100";
+  } catch (const core::ConfigError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("cal.yaml"), std::string::npos) << what;
+    EXPECT_NE(what.find("NVIDIA A100-SXM4-80GB"), std::string::npos) << what;
+    EXPECT_NE(what.find("dgx-a100"), std::string::npos) << what;
+    EXPECT_NE(what.find("H100 SXM 80GB"), std::string::npos) << what;
+  }
+  EXPECT_DOUBLE_EQ(s.cluster.device.gemm_efficiency, before);  // nothing applied
 }
 
 // Parsing `yaml` as the calibration file cal.yaml.
@@ -231,9 +253,10 @@ TEST(CalibrationParameters, UnknownNamesAreErrorsAtTheirLine) {
                                           "  network.slingshot.latency: 3us\n",
                                           "cal.yaml");
   auto s = dgx();
+  const double before = s.cluster.device.gemm_efficiency;
   expect_config_error([&] { apply_parameters(c, s); }, 3, "parameters.network.slingshot.latency",
                       "cluster 'dgx-h100' has no such parameter");
-  EXPECT_DOUBLE_EQ(s.cluster.device.gemm_efficiency, 0.80);  // nothing was set
+  EXPECT_DOUBLE_EQ(s.cluster.device.gemm_efficiency, before);  // nothing was set
 }
 
 TEST(CalibrationParameters, ValuesOutsideTheRangeAreErrorsAtTheirLine) {

@@ -1,0 +1,180 @@
+#include "validate/device_fit.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
+#include "sim/core/errors.hpp"
+#include "strategies/kernel_model.hpp"
+#include "topology/cluster_presets.hpp"
+#include "validate/model_parameters.hpp"
+
+namespace shardsim::validate {
+namespace {
+
+using strategies::KernelModel;
+using Predict = std::function<double(const KernelModel&, const Measurement&)>;
+
+bool aligned_gemm(const Measurement& m) { return m.m % 8 == 0 && m.n % 8 == 0 && m.k % 8 == 0; }
+bool from_torch(const Measurement& m) { return m.name.rfind("torch_", 0) == 0; }
+
+double predict_gemm(const KernelModel& km, const Measurement& m) {
+  return km.gemm({static_cast<double>(m.m), static_cast<double>(m.n), static_cast<double>(m.k)}).value();
+}
+double predict_attention(const KernelModel& km, const Measurement& m) {
+  return km.flash_attention(static_cast<double>(m.batch) * m.heads, m.seq, m.head_dim,
+                            m.name.find("bwd") != std::string::npos)
+      .value();
+}
+// A memory-bound operation moving m.bytes; a device copy moves its bytes twice (read and written).
+double predict_memory(const KernelModel& km, const Measurement& m) {
+  return km.memory(m.kind == "copy" ? 2.0 * m.bytes : m.bytes, 1).value();
+}
+
+struct Group {
+  std::string what;
+  bool fitted;
+  std::vector<const Measurement*> rows;
+  Predict predict;
+};
+
+// The device's parameters as the fit varies them: one entry per name, set on a copy of the device.
+using Setter = std::function<void(core::DeviceSpec&, double)>;
+
+std::vector<std::optional<double>> predict_all(const core::DeviceSpec& d, const Group& g) {
+  const KernelModel km(d, core::Dtype::kBf16);
+  std::vector<std::optional<double>> out;
+  for (const Measurement* m : g.rows) out.emplace_back(g.predict(km, *m));
+  return out;
+}
+
+std::vector<double> measured_of(const Group& g) {
+  std::vector<double> out;
+  for (const Measurement* m : g.rows) out.push_back(m->seconds);
+  return out;
+}
+
+}  // namespace
+
+DeviceFit fit_device(const Results& r, const std::string& file) {
+  const core::SourceLocation at{file, 0, 0};
+  const core::ClusterSpec* preset = topology::find_preset_for_device(r.device.name);
+  if (!preset) {
+    throw core::ConfigError(at, "device.name",
+                            fmt::format("'{}' is none of the built-in devices (H100 SXM, A100 SXM4 40/80GB, A800, V100 "
+                                        "16GB, MI250X): its peak and compute units are needed to fit the compute model",
+                                        r.device.name));
+  }
+  DeviceFit f;
+  f.preset = preset->name;
+  f.before = preset->device;
+  core::DeviceSpec d = preset->device;
+
+  auto rows = [&](const std::function<bool(const Measurement&)>& keep) {
+    std::vector<const Measurement*> out;
+    for (const auto& m : r.measurements) {
+      if (keep(m)) out.push_back(&m);
+    }
+    return out;
+  };
+  auto named = [](const char* name) { return [name](const Measurement& m) { return m.name == name; }; };
+
+  // The per-kernel floor first (it bounds the small measurements of every group): one eager operation.
+  for (const char* name : {"torch_eager_add", "empty_kernel"}) {
+    const auto o = rows([&](const Measurement& m) { return m.kind == "overhead" && named(name)(m); });
+    if (o.empty()) continue;
+    d.kernel_overhead = core::Seconds(o.front()->seconds);
+    f.parameters["device.kernel_overhead"] = FittedParameter{d.kernel_overhead.value(), std::nullopt, at};
+    break;
+  }
+
+  const Group memory{"memory-bound operations (PyTorch)", true,
+                     rows([](const Measurement& m) { return m.kind == "memory"; }), predict_memory};
+  const Group copies{"device copies >= 64 MiB", false,
+                     rows([](const Measurement& m) {
+                       return m.kind == "copy" && (m.name == "d2d" || m.name == "torch_d2d") && m.bytes >= 64.0 * (1 << 20);
+                     }),
+                     predict_memory};
+  const Group gemms{"GEMMs, dimensions multiples of 8 (BLAS)", true,
+                    rows([](const Measurement& m) { return m.kind == "gemm" && !from_torch(m) && aligned_gemm(m); }),
+                    predict_gemm};
+  const Group torch_gemms{"the same GEMMs through PyTorch", false,
+                          rows([](const Measurement& m) { return m.kind == "gemm" && from_torch(m) && aligned_gemm(m); }),
+                          predict_gemm};
+  const Group misaligned{"GEMMs with a dimension not a multiple of 8", false,
+                         rows([](const Measurement& m) { return m.kind == "gemm" && !aligned_gemm(m); }), predict_gemm};
+  const Group att_fwd{"FlashAttention forward (PyTorch)", true,
+                      rows([](const Measurement& m) {
+                        return m.kind == "attention" && m.name.find("bwd") == std::string::npos;
+                      }),
+                      predict_attention};
+  const Group att_bwd{"FlashAttention backward (PyTorch)", true,
+                      rows([](const Measurement& m) {
+                        return m.kind == "attention" && m.name.find("bwd") != std::string::npos;
+                      }),
+                      predict_attention};
+
+  // Fits one parameter of `d` to `g` (in order: each later group sees the earlier fits).
+  auto fit_one = [&](const Group& g, const std::string& name, double lower, double upper, double current,
+                     const Setter& set) {
+    if (g.rows.empty()) return;  // not measured (a HIP build has no BLAS): the preset's value stays
+    RunFit rf;
+    rf.names = {name};
+    rf.initial = {std::clamp(current, lower, upper)};
+    rf.lower = {lower};
+    rf.upper = {upper};
+    fit_log_ratio(
+        rf,
+        [&](const std::vector<double>& x) {
+          core::DeviceSpec trial = d;
+          set(trial, x[0]);
+          return predict_all(trial, g);
+        },
+        measured_of(g));
+    set(d, rf.fit.values[0]);
+    const double se = rf.fit.std_errors[0];
+    f.parameters[name] = FittedParameter{rf.fit.values[0], std::isfinite(se) ? std::optional<double>(se) : std::nullopt, at};
+  };
+  fit_one(memory, "device.memory_efficiency", 0.05, 1.0, d.memory_efficiency,
+          [](core::DeviceSpec& x, double v) { x.memory_efficiency = v; });
+  fit_one(gemms, "device.gemm_efficiency", 0.05, 1.0, d.gemm_efficiency,
+          [](core::DeviceSpec& x, double v) { x.gemm_efficiency = v; });
+  fit_one(att_fwd, "device.attention_efficiency", 0.02, 1.0,
+          d.attention_efficiency > 0.0 ? d.attention_efficiency : d.gemm_efficiency,
+          [](core::DeviceSpec& x, double v) { x.attention_efficiency = v; });
+  fit_one(att_bwd, "device.attention_backward_efficiency", 0.02, 1.0,
+          d.attention_backward_efficiency > 0.0 ? d.attention_backward_efficiency : d.gemm_efficiency,
+          [](core::DeviceSpec& x, double v) { x.attention_backward_efficiency = v; });
+  f.after = d;
+
+  for (const Group* g : {&memory, &copies, &gemms, &torch_gemms, &misaligned, &att_fwd, &att_bwd}) {
+    if (g->rows.empty()) continue;
+    const auto measured = measured_of(*g);
+    f.groups.push_back(DeviceFitGroup{g->what, g->fitted, error_stats(predict_all(f.before, *g), measured),
+                                      error_stats(predict_all(f.after, *g), measured)});
+  }
+  return f;
+}
+
+std::string render_device_fit(const DeviceFit& f) {
+  std::string o = fmt::format("compute model of the {} device ({}), fitted to the measurements:\n", f.preset, f.after.name);
+  for (const auto& [name, p] : f.parameters) {
+    const auto unit = model_parameter_unit(name).value_or("");
+    const std::string se = p.std_error ? " +- " + format_parameter_value(*p.std_error, unit, 3) : " (measured)";
+    o += fmt::format("  {:<38} {:>10}{}\n", name, format_parameter_value(p.value, unit, 4), se);
+  }
+  o += fmt::format("  {:<50} {:>5} {:>5}  {:>22}  {:>22}\n", "measurements", "rows", "role", "before: mean|err| bias",
+                   "after: mean|err| bias");
+  // Percentages to one decimal, a rounded zero printed without its sign.
+  const auto pct = [](double v) { return std::fabs(v) < 5e-4 ? 0.0 : 100.0 * v; };
+  for (const auto& g : f.groups) {
+    o += fmt::format("  {:<50} {:>5} {:>5}  {:>10.1f}% {:>+10.1f}%  {:>10.1f}% {:>+10.1f}%\n", g.what, g.after.count,
+                     g.fitted ? "fit" : "check", pct(g.before.mean_abs), pct(g.before.bias), pct(g.after.mean_abs),
+                     pct(g.after.bias));
+  }
+  return o;
+}
+
+}  // namespace shardsim::validate
