@@ -84,9 +84,12 @@ DeviceInfo parse_device(const ConfigNode& d) {
 
 Results parse_results(const std::string& text, const std::string& file) {
   const ConfigNode root = ConfigNode::parse(text, file);
-  root.expect_map({"device", "peak", "measurements"});
+  root.expect_map({"device", "environment", "peak", "measurements"});
   Results r;
   r.device = parse_device(root.get("device"));
+  if (auto e = root.find("environment")) {
+    for (const auto& [key, value] : e->entries()) r.environment.emplace_back(key, value.as_string());
+  }
   if (auto v = root.find("peak")) r.peak = v->as_flop_rate();
   for (const ConfigNode& m : root.get("measurements").items()) {
     m.expect_map({"kind", "name", "bytes", "m", "n", "k", "batch", "heads", "seq", "head_dim", "seconds"});

@@ -43,6 +43,8 @@ struct Results {
   std::optional<core::FlopPerSec> peak;  ///< the device's dense peak for the GEMMs' dtype
   std::vector<Measurement> measurements;
   std::vector<std::string> errors;  ///< measurements that failed part-way (the run's file keeps them as comments)
+  /// what else identifies the run (driver version, PyTorch and CUDA versions, kernel), in file order
+  std::vector<std::pair<std::string, std::string>> environment;
 };
 
 struct LinearFit {

@@ -260,6 +260,10 @@ std::string write_results(const Results& r) {
   std::string o = "# shardsim-validate bench: measured times (see validate/calibration.hpp for the format)\n";
   o += fmt::format("device: {{name: \"{}\", driver: \"{}\", backend: {}, date: \"{}\"}}\n", r.device.name,
                    r.device.driver, r.device.backend, r.device.date);
+  if (!r.environment.empty()) {
+    o += "environment:\n";
+    for (const auto& [key, value] : r.environment) o += fmt::format("  {}: \"{}\"\n", key, value);
+  }
   if (r.peak) o += fmt::format("peak: {}TFLOP/s\n", r.peak->value() / 1e12);
   for (const auto& e : r.errors) o += "# failed part-way: " + e + "\n";
   o += "measurements:\n";

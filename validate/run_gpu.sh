@@ -18,5 +18,8 @@ if python3 -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1
 fi
 mkdir -p "$OUT"
 # shellcheck disable=SC2086
-"$BUILD/shardsim-validate" bench --max-size 1GiB --seconds 0.05 $torch -o "$stem.yaml"
+driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n 1)
+torch_version=$(python3 -c "import torch; print(torch.__version__)" 2>/dev/null || echo none)
+"$BUILD/shardsim-validate" bench --max-size 1GiB --seconds 0.05 $torch --environment "nvidia_driver=$driver" \
+  --environment "torch=$torch_version" --environment "kernel=$(uname -r)" -o "$stem.yaml"
 "$BUILD/shardsim" calibrate "$stem.yaml" -o "$stem.calibration.yaml"

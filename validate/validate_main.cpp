@@ -25,6 +25,8 @@ int main(int argc, char** argv) {
       "gemm-seconds", po::value<double>()->default_value(0.01), "time spent on each GEMM shape")(
       "cpu", "measure the CPU reference backend even where a GPU is present")(
       "no-gemms", "skip the GEMM sweep (e.g. to profile the kernels alone)")(
+      "environment", po::value<std::vector<std::string>>(), "KEY=VALUE recorded with the results (driver, library "
+                                                            "versions; repeatable)")(
       "torch", po::value<std::string>(), "also time the PyTorch baselines of this script (validate/torch_baseline.py) "
                                          "in the same run, with python3");
   po::positional_options_description pos;
@@ -61,7 +63,22 @@ int main(int argc, char** argv) {
     }
     o.cpu_only = vm.count("cpu") > 0;
     o.gemms = vm.count("no-gemms") == 0;
+    std::vector<std::pair<std::string, std::string>> environment;
+    if (vm.count("environment")) {
+      for (const std::string& kv : vm["environment"].as<std::vector<std::string>>()) {
+        const auto eq = kv.find('=');
+        const std::string key = eq == std::string::npos ? "" : kv.substr(0, eq);
+        if (key.empty() || key.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos ||
+            kv.find('"') != std::string::npos || kv.find('\\') != std::string::npos) {
+          std::cerr << "shardsim-validate: --environment: expected KEY=VALUE with a lower-case key and no quotes, got '" << kv
+                    << "'\n";
+          return 2;
+        }
+        environment.emplace_back(key, kv.substr(eq + 1));
+      }
+    }
     auto results = shardsim::validate::run_harness(o, [](const std::string& line) { std::cerr << line << "\n"; });
+    results.environment = environment;
     if (vm.count("torch")) {
       // The script times the same GEMM and attention cases; they travel in a file beside the output.
       const std::string cases = vm["output"].as<std::string>() + ".cases";
