@@ -135,7 +135,9 @@ std::optional<double> predict_metric(const scenario::Scenario& s, Metric metric,
 }
 
 std::string coverage_key(const scenario::Scenario& s) {
+  // One device validates compute alone: its band says nothing of a plan that communicates.
   const char* family = s.plan.offload.optimizer               ? "cpu offload"
+                       : s.cluster.total_devices() == 1       ? "one device (no communication)"
                        : (s.plan.tp > 1 || s.plan.pp > 1)     ? "3d (tp/pp)"
                                                               : "data parallel (ddp/zero)";
   return fmt::format("{} / {}", s.cluster.name, family);
