@@ -13,6 +13,53 @@ namespace {
 constexpr unsigned kScanTile = 1024;  // threads per scan block, one value each
 constexpr unsigned kChunkWords = mpc::kChunk + 1;
 
+// Scratch for the scans and the stream walk, kept between calls and grown when a call needs more: allocating
+// and freeing device memory in every call synchronised the device and cost more than the kernels on small
+// inputs (and sat inside the harness's timings). One caller at a time, as the device-pointer API documents.
+class Arena {
+ public:
+  /** @brief At least `bytes` of device memory for this call; slices are handed out by take(). */
+  void reserve(std::uint64_t bytes) {
+    used_ = 0;
+    if (bytes <= size_) return;
+    if (ptr_) (void)gpuFree(ptr_);
+    ptr_ = nullptr;
+    size_ = 0;
+    SHARDSIM_GPU_CHECK(gpuMalloc(reinterpret_cast<void**>(&ptr_), bytes));
+    size_ = bytes;
+  }
+  template <class T>
+  T* take(std::uint64_t count) {
+    const std::uint64_t bytes = (count * sizeof(T) + 255) / 256 * 256;
+    if (used_ + bytes > size_) throw KernelError("MPC scratch arena too small (internal error)");
+    T* p = reinterpret_cast<T*>(ptr_ + used_);
+    used_ += bytes;
+    return p;
+  }
+  /** @brief Bytes take() needs for `count` values of `bytes_each`. */
+  static std::uint64_t bytes_for(std::uint64_t count, std::uint64_t bytes_each) {
+    return (count * bytes_each + 255) / 256 * 256;
+  }
+
+ private:
+  std::uint8_t* ptr_ = nullptr;
+  std::uint64_t size_ = 0, used_ = 0;
+};
+
+Arena& arena() {
+  static Arena a;  // the process's: freed with the context at exit
+  return a;
+}
+
+// Scratch an inclusive scan of n values of 8 bytes or less takes: every level's tile sums.
+std::uint64_t scan_scratch(std::uint64_t n) {
+  std::uint64_t bytes = 0;
+  for (std::uint64_t tiles = (n + kScanTile - 1) / kScanTile; n > kScanTile; n = tiles, tiles = (n + kScanTile - 1) / kScanTile) {
+    bytes += Arena::bytes_for(tiles, 8);
+  }
+  return bytes + Arena::bytes_for(1, 8);
+}
+
 // ---------------------------------------------------------------- inclusive scan, wrapping unsigned addition
 
 template <class T>
@@ -47,7 +94,9 @@ template <class T>
 void inclusive_scan(T* data, std::uint64_t n) {
   if (n == 0) return;
   const std::uint64_t tiles = (n + kScanTile - 1) / kScanTile;
-  DeviceBuffer<T> sums(tiles);
+  struct Sums {
+    T* ptr;
+  } sums{arena().take<T>(tiles)};
   // Tiles beyond 65535 blocks: one launch per 65535 tiles.
   for (std::uint64_t first = 0; first < tiles; first += 65535) {
     const std::uint64_t count = tiles - first < 65535 ? tiles - first : 65535;
@@ -103,7 +152,7 @@ __global__ void compact_chunks(const std::uint32_t* words, const std::uint64_t* 
 // ---------------------------------------------------------------- decompression
 
 // Chunk starts from the bitmaps. A chunk is 1 + popcount(bitmap) words, so where each starts depends on every
-// chunk before it; the stream is walked in parallel by segments of kSegment words instead of once. A chunk
+// chunk before it; the stream is walked in parallel by segments instead of once. A chunk
 // starting in a segment begins within its first kChunkWords words (the chunk before is at most that long), so:
 //   1. for every segment and every such entry offset, one thread walks the chunks from there to the segment's
 //      end and notes where the walk leaves it (the entry offset of the next segment) and how many chunks it
@@ -111,22 +160,28 @@ __global__ void compact_chunks(const std::uint32_t* words, const std::uint64_t* 
 //   2. one thread follows the true entries from the stream's start, segment by segment (a few thousand steps
 //      for a GiB instead of millions), giving each segment its entry offset and first chunk index;
 //   3. every segment is walked again from its true entry, writing the chunk starts.
-// *bad = 1 when the stream ends before the last chunk does.
-constexpr std::uint64_t kSegment = 65536;
+// *bad = 1 when the stream ends before the last chunk does. Steps 1 and 3 take a segment's words / ~25 dependent
+// loads, step 2 one per segment: segments of about sqrt(32 x words) words balance the two (a 1 MiB stream: 64 of
+// 4,096 words; a GiB: 2,048 of 131,072). Fixed 65,536-word segments took 1.7 ms on a 1 MiB stream.
+std::uint64_t segment_words(std::uint64_t span) {
+  std::uint64_t w = 1024;
+  while (w * w < 32 * span) w *= 2;
+  return w;
+}
 
 struct SegmentExit {
   std::uint32_t next_entry;  ///< offset into the next segment where the walk leaves this one
   std::uint32_t chunks;      ///< chunks started in this segment
 };
 
-__global__ void walk_segments(const std::uint32_t* stream, std::uint64_t size, std::uint64_t segments,
-                              SegmentExit* exits) {
+__global__ void walk_segments(const std::uint32_t* stream, std::uint64_t size, std::uint64_t segment,
+                              std::uint64_t segments, SegmentExit* exits) {
   const std::uint64_t work = segments * kChunkWords;
   const std::uint64_t grid = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
   for (std::uint64_t t = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < work; t += grid) {
     const std::uint64_t seg = t / kChunkWords;
-    const std::uint64_t end = (seg + 1) * kSegment;
-    std::uint64_t pos = seg * kSegment + t % kChunkWords;
+    const std::uint64_t end = (seg + 1) * segment;
+    std::uint64_t pos = seg * segment + t % kChunkWords;
     std::uint32_t chunks = 0;
     while (pos < end && pos < size) {
       pos += 1 + static_cast<std::uint64_t>(__popc(stream[pos]));
@@ -149,12 +204,13 @@ __global__ void chain_segments(const SegmentExit* exits, std::uint64_t segments,
 }
 
 __global__ void write_starts(const std::uint32_t* stream, std::uint64_t size, std::uint64_t chunks,
-                             std::uint64_t segments, const std::uint64_t* entries, std::uint64_t* starts, int* bad) {
+                             std::uint64_t segment, std::uint64_t segments, const std::uint64_t* entries,
+                             std::uint64_t* starts, int* bad) {
   const std::uint64_t grid = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
   for (std::uint64_t seg = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; seg < segments;
        seg += grid) {
-    const std::uint64_t end = (seg + 1) * kSegment;
-    std::uint64_t pos = seg * kSegment + entries[2 * seg];
+    const std::uint64_t end = (seg + 1) * segment;
+    std::uint64_t pos = seg * segment + entries[2 * seg];
     std::uint64_t c = entries[2 * seg + 1];
     while (pos < end && c < chunks) {
       if (pos >= size) {
@@ -176,14 +232,20 @@ void chunk_offsets(const std::uint32_t* stream, std::uint64_t size, std::uint64_
   // Segments cover the words that chunk starts can occupy: the stream's size, bounded by the longest stream
   // `chunks` chunks can make (longer streams are refused by the walk).
   const std::uint64_t span = size < chunks * kChunkWords ? size : chunks * kChunkWords;
-  const std::uint64_t segments = span / kSegment + 1;
-  DeviceBuffer<SegmentExit> exits(segments * kChunkWords);
-  DeviceBuffer<std::uint64_t> entries(2 * segments);
-  walk_segments<<<grid_for(segments * kChunkWords), kThreads>>>(stream, size, segments, exits.ptr);
+  const std::uint64_t segment = segment_words(span);
+  const std::uint64_t segments = span / segment + 1;
+  arena().reserve(Arena::bytes_for(segments * kChunkWords, sizeof(SegmentExit)) + Arena::bytes_for(2 * segments, 8));
+  struct {
+    SegmentExit* ptr;
+  } exits{arena().take<SegmentExit>(segments * kChunkWords)};
+  struct {
+    std::uint64_t* ptr;
+  } entries{arena().take<std::uint64_t>(2 * segments)};
+  walk_segments<<<grid_for(segments * kChunkWords), kThreads>>>(stream, size, segment, segments, exits.ptr);
   SHARDSIM_GPU_CHECK(gpuGetLastError());
   chain_segments<<<1, 1>>>(exits.ptr, segments, entries.ptr);
   SHARDSIM_GPU_CHECK(gpuGetLastError());
-  write_starts<<<grid_for(segments), kThreads>>>(stream, size, chunks, segments, entries.ptr, starts, bad);
+  write_starts<<<grid_for(segments), kThreads>>>(stream, size, chunks, segment, segments, entries.ptr, starts, bad);
   SHARDSIM_GPU_CHECK(gpuGetLastError());
 }
 
@@ -238,6 +300,7 @@ void mpc_compress_device_ptrs(const float* in, std::uint64_t n, std::size_t stri
   const std::uint64_t chunks = (n + mpc::kChunk - 1) / mpc::kChunk;
   encode_chunks<<<grid_for(chunks), kThreads>>>(in, n, stride, words, ends);
   SHARDSIM_GPU_CHECK(gpuGetLastError());
+  arena().reserve(scan_scratch(chunks));
   inclusive_scan(ends, chunks);
   compact_chunks<<<grid_for(chunks), kThreads>>>(words, ends, chunks, out);
   SHARDSIM_GPU_CHECK(gpuGetLastError());
@@ -254,6 +317,7 @@ void decode_from_starts(const std::uint32_t* stream, std::uint64_t n, std::size_
   SHARDSIM_GPU_CHECK(gpuMemset(deltas, 0, virtual_n * sizeof(std::uint32_t)));  // class tails stay zero
   decode_chunks<<<grid_for(chunks), kThreads>>>(stream, starts, n, stride, per, deltas);
   SHARDSIM_GPU_CHECK(gpuGetLastError());
+  arena().reserve(scan_scratch(virtual_n));
   inclusive_scan(deltas, virtual_n);
   restore_values<<<grid_for(n), kThreads>>>(deltas, n, stride, per, out);
   SHARDSIM_GPU_CHECK(gpuGetLastError());
