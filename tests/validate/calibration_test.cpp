@@ -1,6 +1,9 @@
 #include "validate/calibration.hpp"
 
 #include <gtest/gtest.h>
+#include <algorithm>
+#include <tuple>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -165,6 +168,47 @@ TEST(Harness, MeasurementsRoundTripIntoACalibration) {
   EXPECT_EQ(c.kernels.count("quantize_int8"), 1u);
   EXPECT_EQ(c.kernels.count("zfp_rate8"), 1u);
   EXPECT_EQ(c.kernels.count("mpc"), 1u);
+}
+
+// The GEMM sweep is the compute model's own kernel list: every linear layer's forward, data-gradient and
+// weight-gradient GEMM with the operand layouts a framework uses, each distinct shape once.
+TEST(Harness, GemmSweepIsTheModelsOwnShapes) {
+  const auto gemms = transformer_gemms();
+  std::set<std::tuple<int, int, int, bool, bool>> distinct;
+  for (const auto& g : gemms) {
+    EXPECT_TRUE(distinct.emplace(g.m, g.n, g.k, g.a_transposed, g.b_transposed).second) << g.name;
+    const bool fwd = g.name.rfind("bf16_fwd_", 0) == 0, dgrad = g.name.rfind("bf16_dgrad_", 0) == 0;
+    const bool wgrad = g.name.rfind("bf16_wgrad_", 0) == 0;
+    EXPECT_TRUE(fwd || dgrad || wgrad) << g.name;
+    EXPECT_EQ(g.a_transposed, wgrad) << g.name;  // X^T dY
+    EXPECT_EQ(g.b_transposed, fwd) << g.name;    // X W^T
+  }
+  // LLaMA-7B at micro-batch 1, TP 1 (2,048 tokens): the MLP up GEMM (SwiGLU: gate and up, 2 x 11,008 outputs)
+  // and its weight gradient (hidden x outputs over the tokens).
+  const auto has = [&](int m, int n, int k, bool ta, bool tb) { return distinct.count({m, n, k, ta, tb}) == 1; };
+  EXPECT_TRUE(has(2048, 22016, 4096, false, true));
+  EXPECT_TRUE(has(4096, 22016, 2048, true, false));
+  EXPECT_TRUE(has(2048, 4096, 22016, false, false));
+  EXPECT_GT(gemms.size(), 1000u);
+  const auto attention = transformer_attention();
+  EXPECT_FALSE(attention.empty());
+  const std::string cases = write_cases(gemms, attention);
+  EXPECT_EQ(std::count(cases.begin(), cases.end(), '\n'), static_cast<long>(gemms.size() + attention.size()));
+  EXPECT_EQ(cases.rfind("gemm bf16_fwd_qkv ", 0), 0u);
+}
+
+TEST(Harness, ResultsKeepTheirEnvironment) {
+  Results r;
+  r.device = DeviceInfo{"NVIDIA H100 80GB HBM3", "CUDA driver 13.0", "cuda", "2026-11-23"};
+  r.environment = {{"nvidia_driver", "580.159.04"}, {"torch", "2.11.0+cu130"}};
+  r.measurements.push_back(Measurement{"overhead", "empty_kernel", 0.0, 0.0, 3.1e-6});
+  r.errors.push_back("a kernel faulted");
+  const std::string text = write_results(r);
+  EXPECT_NE(text.find("# failed part-way: a kernel faulted"), std::string::npos) << text;
+  const Results back = parse_results(text, "results.yaml");
+  EXPECT_EQ(back.environment, r.environment);
+  ASSERT_EQ(back.measurements.size(), 1u);
+  EXPECT_EQ(back.measurements[0].kind, "overhead");
 }
 
 }  // namespace
