@@ -142,6 +142,11 @@ double parameter_value(const ConfigNode& v, const std::string& unit, bool error)
   if (unit == "B/s") return v.as_bandwidth().value();
   if (unit == "s") return v.as_duration().value();
   if (unit == "B") return v.as_bytes(true).value();
+  if (unit == "x" && !error) {
+    const double f = v.as_double();
+    if (!(f > 0.0 && std::isfinite(f))) v.fail(fmt::format("expected a positive factor, got {}", f));
+    return f;
+  }
   if (!error) return v.as_fraction();
   const double e = v.as_double();
   if (e < 0.0) v.fail(fmt::format("expected a non-negative standard error, got {}", e));

@@ -46,8 +46,8 @@ struct Kind {
   void (*set)(Scenario& s, const std::string& level, double v);
 };
 
-const std::array<Kind, 10>& kinds() {
-  static const std::array<Kind, 10> kKinds = {{
+const std::array<Kind, 11>& kinds() {
+  static const std::array<Kind, 11> kKinds = {{
       {"device.gemm_efficiency", "", true, false, 0.2, 0.95, efficiency_source,
        [](const Scenario& s, const std::string&) { return s.cluster.device.gemm_efficiency; },
        [](Scenario& s, const std::string&, double v) { s.cluster.device.gemm_efficiency = v; }},
@@ -67,6 +67,10 @@ const std::array<Kind, 10>& kinds() {
          return d.attention_backward_efficiency > 0.0 ? d.attention_backward_efficiency : d.gemm_efficiency;
        },
        [](Scenario& s, const std::string&, double v) { s.cluster.device.attention_backward_efficiency = v; }},
+      // 1: collectives' kernels take nothing from compute; an H100 measured 1.14-1.82 (validate/results/).
+      {"device.comm_compute_slowdown", "x", true, false, 1.0, 3.0, efficiency_source,
+       [](const Scenario& s, const std::string&) { return s.cluster.device.comm_compute_slowdown; },
+       [](Scenario& s, const std::string&, double v) { s.cluster.device.comm_compute_slowdown = v; }},
       // From a bare CUDA launch (~2-5 us) to an eager framework dispatching many small ops per modelled kernel.
       {"device.kernel_overhead", "s", true, false, 0.0, 200e-6, efficiency_source,
        [](const Scenario& s, const std::string&) { return s.cluster.device.kernel_overhead.value(); },
@@ -169,7 +173,7 @@ std::string format_parameter_value(double value, const std::string& unit, int di
   if (unit == "B/s") return fmt::format("{:.{}g}GB/s", value / 1e9, digits);
   if (unit == "s") return fmt::format("{:.{}g}us", value * 1e6, digits);
   if (unit == "B") return fmt::format("{:.{}g}GiB", value / core::kGiB, digits);
-  SHARDSIM_ASSERT(unit.empty(), "a model parameter in an unknown unit: " + unit);
+  SHARDSIM_ASSERT(unit.empty() || unit == "x", "a model parameter in an unknown unit: " + unit);
   return fmt::format("{:.{}g}", value, digits);
 }
 

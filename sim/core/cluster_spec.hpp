@@ -39,6 +39,9 @@ struct DeviceSpec {
   /// matrix products); 0: the GEMM ceiling, as a [guess]
   double attention_efficiency = 0.0;
   double attention_backward_efficiency = 0.0;
+  /// compute runs this many times slower while a collective's kernels run on the same device (NCCL / RCCL
+  /// channels occupy SMs / CUs that a GEMM's waves then wait for); 1: unaffected
+  double comm_compute_slowdown = 1.0;
   int compute_units = 0;           ///< SMs / CUs that a GEMM's tiles are spread over; 0: unknown (no quantisation)
   Seconds kernel_overhead;         ///< per kernel: launch, framework and tail time that no work hides
   /// where gemm_efficiency, memory_efficiency, the attention efficiencies and kernel_overhead come from ("[guess]", a measurement, a

@@ -40,6 +40,12 @@ class AnalyticalEngine : public Engine {
                  RunResult& out);
 
  private:
+  /** @brief One list-scheduling pass; compute is slowed where the previous pass had collectives of its role in
+   *  flight (`comm_busy_`; empty: none). Returns the finish time. */
+  double schedule(const graph::TaskGraph& g);
+  /** @brief The end of `work` seconds of compute starting at `start` on `role`, at 1/slowdown of its speed while
+   *  the role's collectives are in flight. */
+  [[nodiscard]] double compute_end(std::uint16_t role, double start, double work) const;
   void finish_run(const graph::TaskGraph& g, const EngineOptions& options, double finish, RunResult& out);
   void analyse_role(const graph::TaskGraph& g, std::uint16_t role, RoleBreakdown& out);
   void replay_memory(const graph::TaskGraph& g, std::uint16_t role, RoleBreakdown& out,
@@ -56,6 +62,8 @@ class AnalyticalEngine : public Engine {
     bool operator==(const MemoKey&) const = default;
   };
 
+  /// per role, the merged intervals in which collectives were in flight (the previous pass's schedule)
+  std::vector<std::vector<std::pair<double, double>>> comm_busy_;
   const core::ClusterSpec* cluster_;
   core::CollectiveAlgorithm algorithm_;
   std::vector<TaskTiming> timing_;

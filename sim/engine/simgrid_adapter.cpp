@@ -76,6 +76,7 @@ struct NetSim::Impl {
   sg::Host* clock = nullptr;     // where actors live (they only sleep and start transfers)
   sg::MutexPtr mutex;
   sg::ConditionVariablePtr cv;
+  std::vector<sg::ConditionVariablePtr> signals;
 
   void ensure_sync() {
     if (!mutex) {
@@ -205,6 +206,38 @@ void NetSim::notify_all() {
   impl_->cv->notify_all();
 }
 
+std::uint64_t NetSim::signal_count(int id) const {
+  const auto i = static_cast<std::size_t>(id);
+  return i < signal_counts_.size() ? signal_counts_[i] : 0;
+}
+
+namespace {
+sg::ConditionVariable& signal_cv(std::vector<sg::ConditionVariablePtr>& v, std::vector<std::uint64_t>& counts, int id) {
+  const auto i = static_cast<std::size_t>(id);
+  if (i >= v.size()) {
+    v.resize(i + 1);
+    counts.resize(i + 1, 0);
+  }
+  if (!v[i]) v[i] = sg::ConditionVariable::create();
+  return *v[i];
+}
+}  // namespace
+
+bool NetSim::wait_signal(int id, double deadline, std::uint64_t seen) {
+  impl_->ensure_sync();
+  sg::ConditionVariable& cv = signal_cv(impl_->signals, signal_counts_, id);
+  std::unique_lock<sg::Mutex> lock(*impl_->mutex);
+  if (signal_count(id) != seen) return false;  // no simcall between this check and the wait: nothing slips in
+  return cv.wait_until(lock, deadline) == std::cv_status::timeout;
+}
+
+void NetSim::raise_signal(int id) {
+  impl_->ensure_sync();
+  sg::ConditionVariable& cv = signal_cv(impl_->signals, signal_counts_, id);
+  ++signal_counts_[static_cast<std::size_t>(id)];
+  cv.notify_all();
+}
+
 bool simgrid_available() { return true; }
 
 #else  // no SimGrid in this build
@@ -223,6 +256,9 @@ void NetSim::sleep_for(double) {}
 void NetSim::transfer(const std::vector<NetFlow>&, int) {}
 void NetSim::wait() {}
 bool NetSim::wait_until(double) { return true; }
+std::uint64_t NetSim::signal_count(int) const { return 0; }
+bool NetSim::wait_signal(int, double, std::uint64_t) { return true; }
+void NetSim::raise_signal(int) {}
 void NetSim::notify_all() {}
 double time_transfer_on_platform_file(const std::string&, const std::string&, const std::string&, double) {
   return -1.0;

@@ -52,10 +52,20 @@ class NetSim {
   /** @brief Wakes every actor blocked in wait() or wait_until(). */
   void notify_all();
 
+  /** @brief Signals: one condition per id (a device), which one actor waits on and others raise. `id` >= 0;
+   *  created on first use. signal_count(id): how many times it was raised. */
+  [[nodiscard]] std::uint64_t signal_count(int id) const;
+  /** @brief Blocks until raise_signal(id) or simulated time `deadline`; true when the deadline was reached. Returns
+   *  false at once if the signal was raised since signal_count read `seen` (taking the mutex yields to other
+   *  actors: a raise in between is not lost). */
+  bool wait_signal(int id, double deadline, std::uint64_t seen);
+  void raise_signal(int id);
+
   /** @brief Flows started so far. */
   [[nodiscard]] std::uint64_t flows_started() const { return flows_; }
 
  private:
+  std::vector<std::uint64_t> signal_counts_;
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::uint64_t flows_ = 0;

@@ -371,7 +371,7 @@ class Simulation {
              const SimGridOptions& options, AnalyticalEngine& analytical, const TaskGraph& g)
       : topo_(topo), options_(options), analytical_(analytical), g_(g), planner_(c, topo, algorithm, g, options.node_symmetry),
         lanes_(options.topology == topology::TopologyKind::kIdeal ? static_cast<int>(kStreams) : 1),
-        net_(topo, lanes_) {}
+        net_(topo, lanes_), slowdown_(c.device.comm_compute_slowdown) {}
 
   SimOutput run() {
     const auto& tasks = g_.tasks();
@@ -380,6 +380,7 @@ class Simulation {
     out_.bound_s.assign(2 * topo_.link_count(), 0.0);
     done_.assign(tasks.size(), 0);
     const std::size_t roles = std::max<std::size_t>(1, g_.roles().size());
+    comm_in_flight_.assign(roles, 0);
     std::vector<std::vector<TaskId>> queues(roles * kStreams);
     for (TaskId i = 0; i < tasks.size(); ++i) {
       queues[tasks[i].role * kStreams + static_cast<std::size_t>(tasks[i].stream)].push_back(i);
@@ -404,14 +405,40 @@ class Simulation {
       }
       const double start = NetSim::now();
       const Task& task = g_.tasks()[t];
-      if (task.kind == TaskKind::kCollective || task.kind == TaskKind::kCopy) {
+      if (task.kind == TaskKind::kCollective) {
+        // Compute of this role slows while the collective runs (see compute()).
+        ++comm_in_flight_[task.role];
+        if (slowdown_ != 1.0) net_.raise_signal(task.role);
+        run_network(task);
+        --comm_in_flight_[task.role];
+        if (slowdown_ != 1.0) net_.raise_signal(task.role);
+      } else if (task.kind == TaskKind::kCopy) {
         run_network(task);
       } else {
-        NetSim::sleep_for(analytical_.duration(g_, task).value());
+        compute(task);
       }
       out_.timings[t] = TaskTiming{start, NetSim::now()};
       done_[t] = 1;
       net_.notify_all();
+    }
+  }
+
+  // Compute progresses at 1 / slowdown of its speed while a collective of its role is in flight (the same rule
+  // as the analytical engine's), re-evaluated whenever a task starts or ends.
+  void compute(const Task& task) {
+    double work = analytical_.duration(g_, task).value();
+    if (slowdown_ == 1.0 || task.kind != TaskKind::kCompute) {
+      NetSim::sleep_for(work);
+      return;
+    }
+    while (work > 0.0) {
+      const std::uint64_t seen = net_.signal_count(task.role);
+      const double rate = comm_in_flight_[task.role] > 0 ? 1.0 / slowdown_ : 1.0;
+      const double t0 = NetSim::now();
+      const double end = t0 + work / rate;
+      if (end <= t0) break;  // below the clock's resolution
+      if (net_.wait_signal(task.role, end, seen)) break;
+      work -= (NetSim::now() - t0) * rate;
     }
   }
 
@@ -489,6 +516,8 @@ class Simulation {
   NetSim net_;
   SimOutput out_;
   std::vector<char> done_;
+  std::vector<int> comm_in_flight_;  ///< per role, collectives running now
+  double slowdown_;
   std::map<PlanKey, int> index_;
   std::deque<CommPlan> plans_;  // stable references: actors hold plans while others add new ones
   std::vector<double> isolated_;  // per plan: duration when it ran alone; < 0 unknown

@@ -64,10 +64,13 @@ std::string render_table(const scenario::Scenario& s, const scenario::Evaluation
   const auto& d = c.device;
   const auto attention = [&](double e) { return fmt::format("{:.2f}", e > 0.0 ? e : d.gemm_efficiency); };
   o += fmt::format("device    GEMM ceiling {:.2f}, flash attention {}/{}{}, memory-bound {:.2f} of {:.0f} GB/s, {} compute "
-                   "units, {:.1f} us per kernel ({})\n",
+                   "units, {:.1f} us per kernel, compute {} beside collectives ({})\n",
                    d.gemm_efficiency, attention(d.attention_efficiency), attention(d.attention_backward_efficiency),
                    d.attention_efficiency > 0.0 ? "" : " [guess: the GEMM ceiling]", d.memory_efficiency,
-                   d.hbm_bandwidth.value() / 1e9, d.compute_units, d.kernel_overhead.value() * 1e6, d.efficiency_source);
+                   d.hbm_bandwidth.value() / 1e9, d.compute_units, d.kernel_overhead.value() * 1e6,
+                   d.comm_compute_slowdown == 1.0 ? std::string("unslowed [guess]")
+                                                  : fmt::format("{:.2f}x slower", d.comm_compute_slowdown),
+                   d.efficiency_source);
   o += fmt::format("plan      {}\n", plan_line(s, ev));
   o += fmt::format("engine    {} ({} tasks)\n\n", engine::engine_name(s.engine), ev.tasks);
 
@@ -241,6 +244,7 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
                     {"memory_efficiency", c.device.memory_efficiency},
                     {"attention_efficiency", c.device.attention_efficiency},
                     {"attention_backward_efficiency", c.device.attention_backward_efficiency},
+                    {"comm_compute_slowdown", c.device.comm_compute_slowdown},
                     {"hbm_bandwidth_Bps", c.device.hbm_bandwidth.value()},
                     {"compute_units", c.device.compute_units},
                     {"kernel_overhead_s", c.device.kernel_overhead.value()},

@@ -101,7 +101,7 @@ core::ModelSpec parse_model(const ConfigNode& n, const std::filesystem::path& ba
 // ---------------------------------------------------------------- cluster
 void apply_device(const ConfigNode& n, core::DeviceSpec& d) {
   n.expect_map({"name", "peak", "hbm", "hbm_bandwidth", "gemm_efficiency", "memory_efficiency", "attention_efficiency",
-                "attention_backward_efficiency", "runtime_reserved", "compute_units", "kernel_overhead"});
+                "attention_backward_efficiency", "comm_compute_slowdown", "runtime_reserved", "compute_units", "kernel_overhead"});
   if (auto v = n.find("name")) d.name = v->as_string();
   if (auto p = n.find("peak")) {
     p->expect_map({"fp32", "fp16", "bf16", "fp8", "int8"});
@@ -114,6 +114,12 @@ void apply_device(const ConfigNode& n, core::DeviceSpec& d) {
   if (auto v = n.find("memory_efficiency")) d.memory_efficiency = v->as_fraction();
   if (auto v = n.find("attention_efficiency")) d.attention_efficiency = v->as_fraction();
   if (auto v = n.find("attention_backward_efficiency")) d.attention_backward_efficiency = v->as_fraction();
+  if (auto v = n.find("comm_compute_slowdown")) {
+    d.comm_compute_slowdown = v->as_double();
+    if (!(d.comm_compute_slowdown >= 1.0 && d.comm_compute_slowdown <= 10.0)) {
+      v->fail("expected a factor from 1 (compute unaffected by collectives beside it) to 10");
+    }
+  }
   if (n.has("gemm_efficiency") || n.has("memory_efficiency") || n.has("attention_efficiency") ||
       n.has("attention_backward_efficiency") || n.has("kernel_overhead")) {
     d.efficiency_source = n.file();
@@ -946,6 +952,9 @@ std::string cluster_to_yaml(const core::ClusterSpec& c) {
   if (c.device.attention_efficiency > 0.0) o += fmt::format("  attention_efficiency: {}\n", c.device.attention_efficiency);
   if (c.device.attention_backward_efficiency > 0.0) {
     o += fmt::format("  attention_backward_efficiency: {}\n", c.device.attention_backward_efficiency);
+  }
+  if (c.device.comm_compute_slowdown != 1.0) {
+    o += fmt::format("  comm_compute_slowdown: {}\n", c.device.comm_compute_slowdown);
   }
   o += fmt::format("  compute_units: {}\n  kernel_overhead: {}us\n", c.device.compute_units,
                    c.device.kernel_overhead.value() * 1e6);

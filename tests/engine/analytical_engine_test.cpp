@@ -52,6 +52,24 @@ TEST(AnalyticalEngine, StreamsRunInOrderAndOverlapEachOther) {
   EXPECT_NEAR(b.hidden_comm().value(), 0.5, 1e-12);
 }
 
+TEST(AnalyticalEngine, ComputeSlowsWhileACollectiveRunsBesideIt) {
+  Fixture f;
+  f.cluster.device.comm_compute_slowdown = 1.5;
+  const auto c1 = f.g.add_compute(f.role, Phase::kForward, 1, 0, core::Flops(kOneSecond), core::Bytes(0));
+  const auto a = f.gather(Stream::kParamGather, 0.5);  // beside the first 0.5 s of c1
+  const auto c2 = f.g.add_compute(f.role, Phase::kForward, 2, 0, core::Flops(kOneSecond), core::Bytes(0));
+  f.g.add_dep(c2, a);
+  AnalyticalEngine eng(f.cluster, core::CollectiveAlgorithm::kRing);
+  const RunResult r = eng.run(f.g);
+  // c1 does 0.5 / 1.5 s of its work while the gather runs, the rest at full speed: it ends at 0.5 + 2/3.
+  EXPECT_NEAR(r.timings[a].end_s, 0.5, 1e-12);
+  EXPECT_NEAR(r.timings[c1].end_s, 0.5 + (1.0 - 0.5 / 1.5), 1e-12);
+  EXPECT_NEAR(r.timings[c2].end_s, r.timings[c1].end_s + 1.0, 1e-12);  // nothing beside it
+  f.cluster.device.comm_compute_slowdown = 1.0;
+  AnalyticalEngine plain(f.cluster, core::CollectiveAlgorithm::kRing);
+  EXPECT_NEAR(plain.run(f.g).iteration_time.value(), 2.0, 1e-12);
+}
+
 TEST(AnalyticalEngine, CommunicationOnTheCriticalPathIsExposed) {
   Fixture f;
   const auto a = f.gather(Stream::kParamGather, 0.25);

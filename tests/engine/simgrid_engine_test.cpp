@@ -55,6 +55,23 @@ scenario::Scenario small(const std::string& cluster, int nodes, int stage) {
   return scenario::parse_scenarios(yaml, "<test>").front();
 }
 
+// Compute slowed beside collectives: the SimGrid engine re-evaluates a compute task's progress when a collective
+// of its rank starts or ends; the analytical engine iterates its schedule to the same fixed point.
+TEST(SimGridEngine, SlowsComputeBesideCollectivesAsTheAnalyticalEngineDoes) {
+  if (!engine::simgrid_available()) GTEST_SKIP() << "built without SimGrid";
+  for (const char* cluster : {"dgx-h100", "frontier"}) {
+    scenario::Scenario s = small(cluster, 2, 3);
+    s.cluster.device.comm_compute_slowdown = 2.0;
+    scenario::Scenario sa = s;
+    sa.engine = engine::EngineKind::kAnalytical;
+    const double ta = scenario::evaluate(sa).run.iteration_time.value();
+    const double tg = on_simgrid(s, topology::TopologyKind::kIdeal).run.iteration_time.value();
+    EXPECT_NEAR(tg / ta, 1.0, 0.005) << cluster << ": analytical " << ta << " s, simgrid " << tg << " s";
+    sa.cluster.device.comm_compute_slowdown = 1.0;
+    EXPECT_LT(scenario::evaluate(sa).run.iteration_time.value(), ta) << cluster;
+  }
+}
+
 TEST(SimGridEngine, ContentionOnRealTopologiesOnlySlowsDown) {
   if (!engine::simgrid_available()) GTEST_SKIP() << "built without SimGrid";
   for (const char* cluster : {"frontier", "lassen", "dgx-h100"}) {

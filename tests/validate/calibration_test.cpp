@@ -10,6 +10,7 @@
 #include "sim/core/errors.hpp"
 #include "sim/scenario/text_file.hpp"
 #include "topology/cluster_presets.hpp"
+#include "validate/csv_table.hpp"
 #include "validate/device_fit.hpp"
 
 namespace shardsim::validate {
@@ -122,6 +123,23 @@ TEST(DeviceFit, H100PresetIsTheFitOfItsMeasurements) {
     }
   }
   EXPECT_EQ(c.device.name, "NVIDIA H100 80GB HBM3");
+}
+
+// The H100's slowdown of compute beside collectives is the median of the measured GEMMs beside a 16-block copy
+// kernel (NCCL's usual channel count), unthrottled and held to a link's pace.
+TEST(DeviceFit, H100CommSlowdownIsItsMeasurement) {
+  const CsvTable t = CsvTable::load(std::string(SHARDSIM_SOURCE_DIR) +
+                                    "/validate/results/NVIDIA-H100-80GB-HBM3-2026-11-23-overlap.csv");
+  const auto kind = t.column("interferer"), blocks = t.column("blocks"), slowdown = t.column("slowdown");
+  ASSERT_TRUE(kind && blocks && slowdown);
+  std::vector<double> s;
+  for (std::size_t r = 0; r < t.rows(); ++r) {
+    if (t.cell(r, *kind) == "sm_copy" && t.number(r, *blocks) == 16) s.push_back(t.number(r, *slowdown));
+  }
+  ASSERT_EQ(s.size(), 12u);
+  std::sort(s.begin(), s.end());
+  const double median = 0.5 * (s[5] + s[6]);
+  EXPECT_NEAR(topology::find_cluster_preset("dgx-h100")->device.comm_compute_slowdown, median, 5e-4);
 }
 
 TEST(DeviceFit, BuiltInDevicesAreRecognisedByTheRuntimesNames) {

@@ -42,7 +42,7 @@ TEST(ModelParameters, FrontierNamesEveryLevelWithItsSource) {
   std::vector<std::string> names;
   for (const auto& p : ps) names.push_back(p.name);
   const std::vector<std::string> expected = {
-      "device.gemm_efficiency",   "device.memory_efficiency", "device.attention_efficiency", "device.attention_backward_efficiency", "device.kernel_overhead", "host.link_bandwidth",
+      "device.gemm_efficiency",   "device.memory_efficiency", "device.attention_efficiency", "device.attention_backward_efficiency", "device.comm_compute_slowdown", "device.kernel_overhead", "host.link_bandwidth",
       "network.gcd-pair.bandwidth", "network.node.bandwidth",   "network.slingshot.bandwidth",
       "network.gcd-pair.latency", "network.node.latency",     "network.slingshot.latency",
       "device.runtime_reserved",  "plan.workspace"};
