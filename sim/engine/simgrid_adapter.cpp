@@ -201,8 +201,16 @@ bool NetSim::wait_until(double deadline) {
   return impl_->cv->wait_until(lock, deadline) == std::cv_status::timeout;
 }
 
+void NetSim::wait(std::uint64_t seen) {
+  impl_->ensure_sync();
+  std::unique_lock<sg::Mutex> lock(*impl_->mutex);
+  if (notifications_ != seen) return;  // no simcall between this check and the wait
+  impl_->cv->wait(lock);
+}
+
 void NetSim::notify_all() {
   impl_->ensure_sync();
+  ++notifications_;
   impl_->cv->notify_all();
 }
 
@@ -255,6 +263,7 @@ double NetSim::now() { return 0.0; }
 void NetSim::sleep_for(double) {}
 void NetSim::transfer(const std::vector<NetFlow>&, int) {}
 void NetSim::wait() {}
+void NetSim::wait(std::uint64_t) {}
 bool NetSim::wait_until(double) { return true; }
 std::uint64_t NetSim::signal_count(int) const { return 0; }
 bool NetSim::wait_signal(int, double, std::uint64_t) { return true; }

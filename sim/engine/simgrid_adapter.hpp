@@ -47,6 +47,11 @@ class NetSim {
   void transfer(const std::vector<NetFlow>& flows, int lane = 0);
   /** @brief Blocks the calling actor until notify_all(). */
   void wait();
+  /** @brief The same, returning at once if notify_all() was called since notifications() read `seen` (taking
+   *  the mutex yields to other actors: a notification in between is not lost). */
+  void wait(std::uint64_t seen);
+  /** @brief How many times notify_all() was called. */
+  [[nodiscard]] std::uint64_t notifications() const { return notifications_; }
   /** @brief Blocks until notify_all() or until simulated time `deadline`; true when the deadline was reached. */
   bool wait_until(double deadline);
   /** @brief Wakes every actor blocked in wait() or wait_until(). */
@@ -66,6 +71,7 @@ class NetSim {
 
  private:
   std::vector<std::uint64_t> signal_counts_;
+  std::uint64_t notifications_ = 0;
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::uint64_t flows_ = 0;

@@ -401,7 +401,11 @@ class Simulation {
   void stream_actor(const std::vector<TaskId>& list) {
     for (TaskId t : list) {
       for (TaskId d : g_.deps(t)) {
-        while (!done_[d]) net_.wait();
+        while (true) {  // the count read before the check: a completion between the two is not missed
+          const std::uint64_t seen = net_.notifications();
+          if (done_[d]) break;
+          net_.wait(seen);
+        }
       }
       const double start = NetSim::now();
       const Task& task = g_.tasks()[t];
