@@ -81,11 +81,20 @@ DeviceFit fit_device(const Results& r, const std::string& file) {
   };
   auto named = [](const char* name) { return [name](const Measurement& m) { return m.name == name; }; };
 
+  // Every value stays inside its parameter's plausible range (the registry's, which `run --calibration` checks),
+  // so that a calibration file written from it is always accepted.
+  scenario::Scenario machine;
+  machine.cluster = *preset;
+  auto in_range = [&](const std::string& name, double v) {
+    const auto p = find_model_parameter(machine, name);
+    return p ? std::clamp(v, p->lower, p->upper) : v;
+  };
+
   // The per-kernel floor first (it bounds the small measurements of every group): one eager operation.
   for (const char* name : {"torch_eager_add", "empty_kernel"}) {
     const auto o = rows([&](const Measurement& m) { return m.kind == "overhead" && named(name)(m); });
     if (o.empty()) continue;
-    d.kernel_overhead = core::Seconds(o.front()->seconds);
+    d.kernel_overhead = core::Seconds(in_range("device.kernel_overhead", o.front()->seconds));
     f.parameters["device.kernel_overhead"] = FittedParameter{d.kernel_overhead.value(), std::nullopt, at};
     break;
   }
@@ -120,6 +129,10 @@ DeviceFit fit_device(const Results& r, const std::string& file) {
   auto fit_one = [&](const Group& g, const std::string& name, double lower, double upper, double current,
                      const Setter& set) {
     if (g.rows.empty()) return;  // not measured (a HIP build has no BLAS): the preset's value stays
+    if (const auto p = find_model_parameter(machine, name)) {
+      lower = std::max(lower, p->lower);
+      upper = std::min(upper, p->upper);
+    }
     RunFit rf;
     rf.names = {name};
     rf.initial = {std::clamp(current, lower, upper)};

@@ -9,6 +9,7 @@
 
 #include "sim/core/errors.hpp"
 #include "sim/scenario/text_file.hpp"
+#include "strategies/kernel_model.hpp"
 #include "topology/cluster_presets.hpp"
 #include "validate/csv_table.hpp"
 #include "validate/device_fit.hpp"
@@ -140,6 +141,29 @@ TEST(DeviceFit, H100CommSlowdownIsItsMeasurement) {
   std::sort(s.begin(), s.end());
   const double median = 0.5 * (s[5] + s[6]);
   EXPECT_NEAR(topology::find_cluster_preset("dgx-h100")->device.comm_compute_slowdown, median, 5e-4);
+}
+
+// A fit never leaves a parameter's plausible range, so `run --calibration` accepts what `calibrate` writes: GEMMs
+// timed at a 0.99 ceiling fit to the range's 0.95.
+TEST(DeviceFit, FitsStayInsideTheRangesRunAccepts) {
+  const core::ClusterSpec& dgx = *topology::find_cluster_preset("dgx-h100");
+  core::DeviceSpec fast = dgx.device;
+  fast.gemm_efficiency = 0.99;
+  const strategies::KernelModel km(fast, core::Dtype::kBf16);
+  Results r;
+  r.device = DeviceInfo{"NVIDIA H100 80GB HBM3", "test", "cuda", "2026-11-23"};
+  for (int n : {4096, 8192}) {
+    r.measurements.push_back(Measurement{"gemm", "bf16", 0.0, 2.0 * n * n * static_cast<double>(n),
+                                         km.gemm({1.0 * n, 1.0 * n, 1.0 * n}).value(), n, n, n});
+  }
+  const Calibration c = calibrate(r, "r.yaml");
+  ASSERT_TRUE(c.parameters.count("device.gemm_efficiency"));
+  EXPECT_NEAR(c.parameters.at("device.gemm_efficiency").value, 0.95, 1e-9);
+  scenario::Scenario s;
+  s.cluster = dgx;
+  const Calibration back = parse_calibration(write_calibration(c), "cal.yaml");
+  EXPECT_NO_THROW(apply_to_scenario(back, s));
+  EXPECT_NEAR(s.cluster.device.gemm_efficiency, 0.95, 1e-9);
 }
 
 TEST(DeviceFit, BuiltInDevicesAreRecognisedByTheRuntimesNames) {
