@@ -17,7 +17,7 @@ int main(int argc, char** argv) {
       "shardsim-validate bench [options]\n\nTimes the kernels (quantisation, ZFP, MPC), memory copies and GEMMs on the "
       "backend present (a GPU where there is one, else the CPU reference backend) from 4 KiB up, and writes the measurements as YAML for "
       "`shardsim calibrate`.\n\noptions");
-  opts.add_options()("help,h", "show this help")("command", po::value<std::string>(), "bench")(
+  opts.add_options()("help,h", "show this help")("version", "print the version")("command", po::value<std::string>(), "bench")(
       "output,o", po::value<std::string>()->default_value("results.yaml"), "where to write the measurements")(
       "min-size", po::value<std::string>()->default_value("4KiB"), "smallest buffer to measure")(
       "max-size", po::value<std::string>()->default_value("64MiB"), "largest buffer to measure (up to 1GiB)")(
@@ -41,6 +41,10 @@ int main(int argc, char** argv) {
   }
   if (vm.count("help")) {
     std::cout << opts << "\n";
+    return 0;
+  }
+  if (vm.count("version")) {
+    std::cout << "shardsim-validate " << SHARDSIM_VERSION << "\n";
     return 0;
   }
   if (!vm.count("command") || vm["command"].as<std::string>() != "bench") {

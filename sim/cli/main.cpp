@@ -49,6 +49,7 @@ const char* kUsage =
     "  clusters            list the built-in clusters\n"
     "  topology NAME       a built-in machine link by link (--export platform.xml for SimGrid, --dot for Graphviz)\n"
     "  bench               print the analytical engine's speed figures\n"
+    "  --version           print the version\n"
     "\n"
     "`shardsim <command> --help` describes each command's options.\n";
 
@@ -315,6 +316,10 @@ int main(int argc, char** argv) {
     if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
       std::cout << kUsage;
       return args.empty() ? kBadInput : kOk;
+    }
+    if (args[0] == "--version" || args[0] == "version") {
+      std::cout << "shardsim " << SHARDSIM_VERSION << "\n";
+      return kOk;
     }
     const std::string cmd = args[0];
     const std::vector<std::string> rest(args.begin() + 1, args.end());

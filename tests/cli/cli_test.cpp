@@ -54,6 +54,12 @@ TEST(Cli, SearchRanksDeterministicallyAndExplainsTheWinner) {
   EXPECT_EQ(run("search scenarios/search_llama13b_1024.yaml --threads 1", false).out, a.out);
 }
 
+TEST(Cli, VersionIsPrinted) {
+  const Outcome r = run("--version", false);
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.out.rfind("shardsim ", 0), 0u) << r.out;
+}
+
 TEST(Cli, CalibrateFitsAndRunUsesTheFit) {
   const fs::path d = temp_dir();
   const fs::path cal = d / "cal.yaml";
