@@ -108,9 +108,6 @@ Results parse_results(const std::string& text, const std::string& file) {
       x.heads = m.get("heads").as_positive_int();
       x.seq = m.get("seq").as_positive_int();
       x.head_dim = m.get("head_dim").as_positive_int();
-      // The causal half of QK^T and PV (forward); the backward's five products are 2.5 times that.
-      x.flops = 2.0 * x.batch * static_cast<double>(x.heads) * x.seq * x.seq * x.head_dim;
-      if (x.name.find("bwd") != std::string::npos) x.flops *= 2.5;
     } else if (x.kind != "overhead") {
       x.bytes = m.get("bytes").as_bytes().value();
     }

@@ -32,7 +32,7 @@ struct Measurement {
   std::string kind;
   std::string name;  ///< d2d, h2d_pinned, quantize_int8, bf16_fwd_qkv, torch_flash_fwd ...
   double bytes = 0.0;
-  double flops = 0.0;  ///< gemm: 2 m n k
+  double flops = 0.0;  ///< gemm: 2 m n k (attention: its FLOPs are the kernel model's, strategies::KernelModel)
   double seconds = 0.0;
   int m = 0, n = 0, k = 0;  ///< gemm: the shape (C[m x n] = A[m x k] B[k x n])
   int batch = 0, heads = 0, seq = 0, head_dim = 0;  ///< attention

@@ -19,14 +19,14 @@ using Predict = std::function<double(const KernelModel&, const Measurement&)>;
 
 bool aligned_gemm(const Measurement& m) { return m.m % 8 == 0 && m.n % 8 == 0 && m.k % 8 == 0; }
 bool from_torch(const Measurement& m) { return m.name.rfind("torch_", 0) == 0; }
+// An attention measurement of the backward pass (torch_flash_bwd), else the forward.
+bool backward(const Measurement& m) { return m.name.find("bwd") != std::string::npos; }
 
 double predict_gemm(const KernelModel& km, const Measurement& m) {
   return km.gemm({static_cast<double>(m.m), static_cast<double>(m.n), static_cast<double>(m.k)}).value();
 }
 double predict_attention(const KernelModel& km, const Measurement& m) {
-  return km.flash_attention(static_cast<double>(m.batch) * m.heads, m.seq, m.head_dim,
-                            m.name.find("bwd") != std::string::npos)
-      .value();
+  return km.flash_attention(static_cast<double>(m.batch) * m.heads, m.seq, m.head_dim, backward(m)).value();
 }
 // A memory-bound operation moving m.bytes; a device copy moves its bytes twice (read and written).
 double predict_memory(const KernelModel& km, const Measurement& m) {
@@ -39,9 +39,6 @@ struct Group {
   std::vector<const Measurement*> rows;
   Predict predict;
 };
-
-// The device's parameters as the fit varies them: one entry per name, set on a copy of the device.
-using Setter = std::function<void(core::DeviceSpec&, double)>;
 
 std::vector<std::optional<double>> predict_all(const core::DeviceSpec& d, const Group& g) {
   const KernelModel km(d, core::Dtype::kBf16);
@@ -70,7 +67,15 @@ DeviceFit fit_device(const Results& r, const std::string& file) {
   DeviceFit f;
   f.preset = preset->name;
   f.before = preset->device;
-  core::DeviceSpec d = preset->device;
+  // The device being fitted, inside a scenario so that each parameter is read, set and bounded by the registry
+  // (model_parameters.hpp): every value stays inside the range `run --calibration` checks.
+  scenario::Scenario machine;
+  machine.cluster = *preset;
+  auto parameter = [&](const std::string& name) {
+    auto p = find_model_parameter(machine, name);
+    SHARDSIM_ASSERT(p.has_value(), "a device parameter the registry lacks: " + name);
+    return *p;
+  };
 
   auto rows = [&](const std::function<bool(const Measurement&)>& keep) {
     std::vector<const Measurement*> out;
@@ -79,23 +84,14 @@ DeviceFit fit_device(const Results& r, const std::string& file) {
     }
     return out;
   };
-  auto named = [](const char* name) { return [name](const Measurement& m) { return m.name == name; }; };
-
-  // Every value stays inside its parameter's plausible range (the registry's, which `run --calibration` checks),
-  // so that a calibration file written from it is always accepted.
-  scenario::Scenario machine;
-  machine.cluster = *preset;
-  auto in_range = [&](const std::string& name, double v) {
-    const auto p = find_model_parameter(machine, name);
-    return p ? std::clamp(v, p->lower, p->upper) : v;
-  };
 
   // The per-kernel floor first (it bounds the small measurements of every group): one eager operation.
   for (const char* name : {"torch_eager_add", "empty_kernel"}) {
-    const auto o = rows([&](const Measurement& m) { return m.kind == "overhead" && named(name)(m); });
+    const auto o = rows([&](const Measurement& m) { return m.kind == "overhead" && m.name == name; });
     if (o.empty()) continue;
-    d.kernel_overhead = core::Seconds(in_range("device.kernel_overhead", o.front()->seconds));
-    f.parameters["device.kernel_overhead"] = FittedParameter{d.kernel_overhead.value(), std::nullopt, at};
+    const ModelParameter p = parameter("device.kernel_overhead");
+    p.set(machine, std::clamp(o.front()->seconds, p.lower, p.upper));
+    f.parameters[p.name] = FittedParameter{p.get(machine), std::nullopt, at};
     break;
   }
 
@@ -115,52 +111,38 @@ DeviceFit fit_device(const Results& r, const std::string& file) {
   const Group misaligned{"GEMMs with a dimension not a multiple of 8", false,
                          rows([](const Measurement& m) { return m.kind == "gemm" && !aligned_gemm(m); }), predict_gemm};
   const Group att_fwd{"FlashAttention forward (PyTorch)", true,
-                      rows([](const Measurement& m) {
-                        return m.kind == "attention" && m.name.find("bwd") == std::string::npos;
-                      }),
+                      rows([](const Measurement& m) { return m.kind == "attention" && !backward(m); }),
                       predict_attention};
   const Group att_bwd{"FlashAttention backward (PyTorch)", true,
-                      rows([](const Measurement& m) {
-                        return m.kind == "attention" && m.name.find("bwd") != std::string::npos;
-                      }),
+                      rows([](const Measurement& m) { return m.kind == "attention" && backward(m); }),
                       predict_attention};
 
-  // Fits one parameter of `d` to `g` (in order: each later group sees the earlier fits).
-  auto fit_one = [&](const Group& g, const std::string& name, double lower, double upper, double current,
-                     const Setter& set) {
+  // Fits one parameter to `g` (in order: each later group sees the earlier fits), from its current value.
+  auto fit_one = [&](const Group& g, const std::string& name) {
     if (g.rows.empty()) return;  // not measured (a HIP build has no BLAS): the preset's value stays
-    if (const auto p = find_model_parameter(machine, name)) {
-      lower = std::max(lower, p->lower);
-      upper = std::min(upper, p->upper);
-    }
+    const ModelParameter p = parameter(name);
     RunFit rf;
     rf.names = {name};
-    rf.initial = {std::clamp(current, lower, upper)};
-    rf.lower = {lower};
-    rf.upper = {upper};
+    rf.initial = {p.get(machine)};
+    rf.lower = {p.lower};
+    rf.upper = {p.upper};
     fit_log_ratio(
         rf,
         [&](const std::vector<double>& x) {
-          core::DeviceSpec trial = d;
-          set(trial, x[0]);
-          return predict_all(trial, g);
+          scenario::Scenario trial = machine;
+          p.set(trial, x[0]);
+          return predict_all(trial.cluster.device, g);
         },
         measured_of(g));
-    set(d, rf.fit.values[0]);
+    p.set(machine, rf.fit.values[0]);
     const double se = rf.fit.std_errors[0];
     f.parameters[name] = FittedParameter{rf.fit.values[0], std::isfinite(se) ? std::optional<double>(se) : std::nullopt, at};
   };
-  fit_one(memory, "device.memory_efficiency", 0.05, 1.0, d.memory_efficiency,
-          [](core::DeviceSpec& x, double v) { x.memory_efficiency = v; });
-  fit_one(gemms, "device.gemm_efficiency", 0.05, 1.0, d.gemm_efficiency,
-          [](core::DeviceSpec& x, double v) { x.gemm_efficiency = v; });
-  fit_one(att_fwd, "device.attention_efficiency", 0.02, 1.0,
-          d.attention_efficiency > 0.0 ? d.attention_efficiency : d.gemm_efficiency,
-          [](core::DeviceSpec& x, double v) { x.attention_efficiency = v; });
-  fit_one(att_bwd, "device.attention_backward_efficiency", 0.02, 1.0,
-          d.attention_backward_efficiency > 0.0 ? d.attention_backward_efficiency : d.gemm_efficiency,
-          [](core::DeviceSpec& x, double v) { x.attention_backward_efficiency = v; });
-  f.after = d;
+  fit_one(memory, "device.memory_efficiency");
+  fit_one(gemms, "device.gemm_efficiency");
+  fit_one(att_fwd, "device.attention_efficiency");
+  fit_one(att_bwd, "device.attention_backward_efficiency");
+  f.after = machine.cluster.device;
 
   for (const Group* g : {&memory, &copies, &gemms, &torch_gemms, &misaligned, &att_fwd, &att_bwd}) {
     if (g->rows.empty()) continue;
