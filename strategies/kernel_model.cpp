@@ -21,10 +21,8 @@ KernelModel::KernelModel(const core::DeviceSpec& device, core::Dtype dtype) {
   const auto peak = device.peak_for(dtype);
   SHARDSIM_ASSERT(peak.has_value(), "device has no peak for the compute dtype");
   flop_rate_ = peak->value() * device.gemm_efficiency;
-  attention_rate_ = peak->value() * (device.attention_efficiency > 0.0 ? device.attention_efficiency : device.gemm_efficiency);
-  attention_backward_rate_ =
-      peak->value() * (device.attention_backward_efficiency > 0.0 ? device.attention_backward_efficiency
-                                                                  : device.gemm_efficiency);
+  attention_rate_ = peak->value() * device.attention_efficiency_in_use(false);
+  attention_backward_rate_ = peak->value() * device.attention_efficiency_in_use(true);
   byte_rate_ = device.hbm_bandwidth.value() * device.memory_efficiency;
   overhead_ = device.kernel_overhead.value();
   units_ = device.compute_units;

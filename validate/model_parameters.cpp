@@ -56,16 +56,10 @@ const std::array<Kind, 11>& kinds() {
        [](Scenario& s, const std::string&, double v) { s.cluster.device.memory_efficiency = v; }},
       // FlashAttention reaches a third of a Hopper GPU's dense peak forward (validate/results/), less backward.
       {"device.attention_efficiency", "", true, false, 0.05, 0.95, efficiency_source,
-       [](const Scenario& s, const std::string&) {
-         const auto& d = s.cluster.device;
-         return d.attention_efficiency > 0.0 ? d.attention_efficiency : d.gemm_efficiency;
-       },
+       [](const Scenario& s, const std::string&) { return s.cluster.device.attention_efficiency_in_use(false); },
        [](Scenario& s, const std::string&, double v) { s.cluster.device.attention_efficiency = v; }},
       {"device.attention_backward_efficiency", "", true, false, 0.05, 0.95, efficiency_source,
-       [](const Scenario& s, const std::string&) {
-         const auto& d = s.cluster.device;
-         return d.attention_backward_efficiency > 0.0 ? d.attention_backward_efficiency : d.gemm_efficiency;
-       },
+       [](const Scenario& s, const std::string&) { return s.cluster.device.attention_efficiency_in_use(true); },
        [](Scenario& s, const std::string&, double v) { s.cluster.device.attention_backward_efficiency = v; }},
       // 1: collectives' kernels take nothing from compute; an H100 measured 1.14-1.82 (validate/results/).
       {"device.comm_compute_slowdown", "x", true, false, 1.0, 3.0, efficiency_source,

@@ -39,6 +39,11 @@ struct DeviceSpec {
   /// matrix products); 0: the GEMM ceiling, as a [guess]
   double attention_efficiency = 0.0;
   double attention_backward_efficiency = 0.0;
+  /** @brief The FlashAttention efficiency in use, forward or backward: the GEMM ceiling where none is set. */
+  [[nodiscard]] double attention_efficiency_in_use(bool backward) const {
+    const double e = backward ? attention_backward_efficiency : attention_efficiency;
+    return e > 0.0 ? e : gemm_efficiency;
+  }
   /// compute runs this many times slower while a collective's kernels run on the same device (NCCL / RCCL
   /// channels occupy SMs / CUs that a GEMM's waves then wait for); 1: unaffected
   double comm_compute_slowdown = 1.0;

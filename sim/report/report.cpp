@@ -62,10 +62,9 @@ std::string render_table(const scenario::Scenario& s, const scenario::Evaluation
                    c.device.peak_for(m.param_dtype)->value() / 1e12, core::dtype_name(m.param_dtype),
                    gib(c.device.hbm.value()));
   const auto& d = c.device;
-  const auto attention = [&](double e) { return fmt::format("{:.2f}", e > 0.0 ? e : d.gemm_efficiency); };
-  o += fmt::format("device    GEMM ceiling {:.2f}, flash attention {}/{}{}, memory-bound {:.2f} of {:.0f} GB/s, {} compute "
+  o += fmt::format("device    GEMM ceiling {:.2f}, flash attention {:.2f}/{:.2f}{}, memory-bound {:.2f} of {:.0f} GB/s, {} compute "
                    "units, {:.1f} us per kernel, compute {} beside collectives ({})\n",
-                   d.gemm_efficiency, attention(d.attention_efficiency), attention(d.attention_backward_efficiency),
+                   d.gemm_efficiency, d.attention_efficiency_in_use(false), d.attention_efficiency_in_use(true),
                    d.attention_efficiency > 0.0 ? "" : " [guess: the GEMM ceiling]", d.memory_efficiency,
                    d.hbm_bandwidth.value() / 1e9, d.compute_units, d.kernel_overhead.value() * 1e6,
                    d.comm_compute_slowdown == 1.0 ? std::string("unslowed [guess]")
