@@ -15,6 +15,7 @@ inline core::NetworkLevel test_level(const char* name, int ranks, double gbps, i
 }
 
 // `nodes` nodes of 4 devices: level "node" 100 GB/s per rank (2 us), level "net" 10 GB/s per rank (5 us).
+// Collectives are alpha-beta over these levels (tests of a library's tuning model set one).
 inline core::ClusterSpec two_level(int nodes) {
   core::ClusterSpec c;
   c.name = "test";
@@ -30,6 +31,7 @@ inline core::ClusterSpec two_level(int nodes) {
   c.host.memory = core::Bytes(512e9);
   c.host.memory_bandwidth = core::BytesPerSec(200e9);
   c.levels = {test_level("node", 4, 100.0, 1, 2.0), test_level("net", 1 << 20, 20.0, 2, 5.0)};
+  c.library.family = core::CollectiveLibrarySpec::Family::kAlphaBeta;
   return c;
 }
 

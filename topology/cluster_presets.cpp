@@ -31,6 +31,24 @@ core::NetworkLevel level(const char* name, int ranks, double link_gbps, int shar
   return l;
 }
 
+using Library = core::CollectiveLibrarySpec;
+
+// The fit of the DGX A100's NVSwitch level and of NCCL's latency scale (see make_dgx_a100); a test refits them.
+constexpr double kA100NvswitchBandwidth = 216.962;  // GB/s
+constexpr double kA100NvswitchLatency = 8.874;      // us per step
+constexpr double kNcclA100LatencyScale = 1.957;
+
+// NCCL 2.18's tuning model (engine/collective_library.hpp) on a machine of GPU generation `g`.
+Library nccl(Library::Generation g, bool amd_host, Library::IntraLink intra, const char* source) {
+  Library l;
+  l.family = Library::Family::kNccl;
+  l.generation = g;
+  l.amd_host = amd_host;
+  l.intra = intra;
+  l.source = source;
+  return l;
+}
+
 core::ClusterSpec make_frontier() {
   core::ClusterSpec c;
   c.name = "frontier";
@@ -62,6 +80,14 @@ core::ClusterSpec make_frontier() {
       // 4 Slingshot-11 NICs of 25 GB/s per node, each attached to one GCD of a pair (F1, F2).
       level("slingshot", 9408 * 8, 25.0, 2, 5.0, "F1, F2 (25 GB/s NIC per 2 GCDs); latency [guess]"),
   };
+  // RCCL's default tuning model (ROCm/rccl@0cbce2a7 tuning_model_0: which model RCCL picks for this node is not
+  // known [guess]); Infinity Fabric counts as NVLink-class, the hosts are AMD EPYC (F1); LL128 off, as RCCL has it
+  // on gfx90a only where its system model enables it [guess]. RCCL reaches Slingshot through the libfabric plugin:
+  // its network hop latencies are RCCL's own table, unscaled.
+  c.library.family = Library::Family::kRccl;
+  c.library.amd_host = true;
+  c.library.ll128 = false;
+  c.library.source = "RCCL tuning model 0 (ROCm/rccl@0cbce2a7 src/graph/tuning.cc); LL128 off [guess]";
   return c;
 }
 
@@ -94,6 +120,10 @@ core::ClusterSpec make_lassen() {
       // Dual-rail EDR InfiniBand: 2 x 12.5 GB/s per node, one rail per two GPUs (S1, S2).
       level("infiniband", 795 * 4, 12.5, 2, 5.0, "S1, S2 (EDR 12.5 GB/s per rail); latency [guess]"),
   };
+  // The Lassen studies run MVAPICH2-GDR, whose algorithm selection is not modelled: rings and trees at the
+  // levels' latencies.
+  c.library.family = Library::Family::kAlphaBeta;
+  c.library.source = "MVAPICH2-GDR: alpha-beta over the levels (its selection is not modelled)";
   return c;
 }
 
@@ -140,6 +170,10 @@ core::ClusterSpec make_dgx_h100() {
       // 8 x 400 Gb/s InfiniBand compute NICs, one per GPU (MLPerf system file).
       level("infiniband", 1 << 20, 50.0, 1, 4.0, "NVIDIA (400 Gb/s per GPU); latency [guess]"),
   };
+  // Intel Xeon 8480C hosts (datasheet); latency scale as fitted on A100s (see kNcclA100LatencyScale) [guess].
+  c.library = nccl(Library::Generation::kHopper, false, Library::IntraLink::kNvlink,
+                   "NCCL 2.18 tuning model; latency scale fitted on A100 NVSwitch (vTrain all-reduce) [guess for H100]");
+  c.library.latency_scale = kNcclA100LatencyScale;
   return c;
 }
 
@@ -177,9 +211,6 @@ core::DeviceSpec a100(const char* name, double hbm_gib, double hbm_gbps) {
   return d;
 }
 
-// The fit of the DGX A100's NVSwitch level (see make_dgx_a100); a test refits it and compares.
-constexpr double kA100NvswitchBandwidth = 216.962;  // GB/s
-constexpr double kA100NvswitchLatency = 8.874;      // us per step
 
 core::ClusterSpec make_dgx_a100() {
   core::ClusterSpec c;
@@ -193,14 +224,19 @@ core::ClusterSpec make_dgx_a100() {
   c.host.link_bandwidth = BytesPerSec(32.0 * GBps);       // PCIe Gen4 x16 per GPU (A1)
   c.levels = {
       // NVLink3 through 6 NVSwitches: 600 GB/s bidirectional per GPU = 300 GB/s per direction (A1, D1). What
-      // NCCL gets of it: 217 GB/s and 8.9 us per ring step, fitted (shardsim calibrate --collectives) to vTrain's
-      // measured all-reduce on 2-8 A100s, 1 MiB - 1 GiB (validate/data/vtrain/allreduce/: 5.6% mean error over
-      // 7,168 sizes; the datasheet's 300 GB/s and a 2 us guess were 29.5% off).
+      // NCCL gets of it: 217 GB/s, with NCCL's latency table x 1.957 (kNcclA100LatencyScale), fitted (shardsim
+      // calibrate --collectives --fit collectives.latency_scale,network.nvswitch.bandwidth) to vTrain's measured
+      // all-reduce on 2-8 A100s, 1 MiB - 1 GiB (validate/data/vtrain/allreduce/: 5.2% mean error over 7,168 sizes;
+      // the datasheet's 300 GB/s and the table as NCCL ships it were 8.1% rms-log off). The 8.9 us per step is the
+      // alpha-beta fit of the same data (the links' latency under `best` and the hierarchical what-if).
       level("nvswitch", 8, kA100NvswitchBandwidth, 1, kA100NvswitchLatency,
             "fitted to NCCL all-reduce measured on 2-8 A100s (vTrain, validate/data/vtrain/allreduce); link: A1, D1"),
       // 8 single-port ConnectX-6 HDR 200 Gb/s compute NICs, one per GPU (D1).
       level("infiniband", 1 << 20, 25.0, 1, 4.0, "D1 (8 x HDR 200 Gb/s per node); latency [guess]"),
   };
+  c.library = nccl(Library::Generation::kAmpere, true, Library::IntraLink::kNvlink,
+                   "NCCL 2.18 tuning model; latency scale fitted to vTrain's measured A100 all-reduce");
+  c.library.latency_scale = kNcclA100LatencyScale;
   return c;
 }
 
@@ -221,6 +257,11 @@ core::ClusterSpec make_a800() {
       // 4 x HDR 200 Gb/s per node (800 Gb/s, no SHARP): one 25 GB/s port per two GPUs (AMSP v2 Sec. VI-A).
       level("infiniband", 1 << 20, 25.0, 2, 4.0, "AMSP v2 Sec. VI-A (4 x HDR per node); latency [guess]"),
   };
+  // NCCL (the testbed's PyTorch 2.1 ships 2.18); the host CPU is not stated [guess: Intel]; latency scale as
+  // fitted on A100 NVSwitch nodes (the same GPU and switch).
+  c.library = nccl(Library::Generation::kAmpere, false, Library::IntraLink::kNvlink,
+                   "NCCL 2.18 tuning model (PyTorch 2.1); host CPU [guess]; latency scale fitted on A100 (vTrain)");
+  c.library.latency_scale = kNcclA100LatencyScale;
   return c;
 }
 
@@ -240,6 +281,9 @@ core::ClusterSpec make_polaris() {
       // 2 Slingshot-11 NICs of 25 GB/s per node, one per two GPUs (P1).
       level("slingshot", 560 * 4, 25.0, 2, 5.0, "P1 (2 x Slingshot-11 200 Gb/s per node); latency [guess]"),
   };
+  c.library = nccl(Library::Generation::kAmpere, true, Library::IntraLink::kNvlink,
+                   "NCCL 2.18 tuning model; EPYC host (P1); latency scale fitted on A100 NVSwitch (vTrain)");
+  c.library.latency_scale = kNcclA100LatencyScale;
   return c;
 }
 

@@ -46,8 +46,10 @@ struct Kind {
   void (*set)(Scenario& s, const std::string& level, double v);
 };
 
-const std::array<Kind, 11>& kinds() {
-  static const std::array<Kind, 11> kKinds = {{
+std::string library_source(const Scenario& s, const std::string&) { return s.cluster.library.source; }
+
+const std::array<Kind, 13>& kinds() {
+  static const std::array<Kind, 13> kKinds = {{
       {"device.gemm_efficiency", "", true, false, 0.2, 0.95, efficiency_source,
        [](const Scenario& s, const std::string&) { return s.cluster.device.gemm_efficiency; },
        [](Scenario& s, const std::string&, double v) { s.cluster.device.gemm_efficiency = v; }},
@@ -84,6 +86,14 @@ const std::array<Kind, 11>& kinds() {
       {"network.<level>.latency", "s", true, false, 0.5e-6, 100e-6, latency_source,
        [](const Scenario& s, const std::string& l) { return level_named(s.cluster, l).latency.value(); },
        [](Scenario& s, const std::string& l, double v) { level_named(s.cluster, l).latency = core::Seconds(v); }},
+      // The collective library's measured latencies over its own tuning table: launches, proxy threads and
+      // synchronisation that the table leaves out (A100 NVSwitch nodes: ~3x, validate/data/vtrain/allreduce).
+      {"collectives.latency_scale", "x", true, false, 0.25, 10.0, library_source,
+       [](const Scenario& s, const std::string&) { return s.cluster.library.latency_scale; },
+       [](Scenario& s, const std::string&, double v) { s.cluster.library.latency_scale = v; }},
+      {"collectives.net_latency_scale", "x", true, false, 0.25, 10.0, library_source,
+       [](const Scenario& s, const std::string&) { return s.cluster.library.net_latency_scale; },
+       [](Scenario& s, const std::string&, double v) { s.cluster.library.net_latency_scale = v; }},
       {"device.runtime_reserved", "B", false, false, 0.0, 4.0 * core::kGiB,
        [](const Scenario&, const std::string&) { return std::string("[guess] runtime context and communicator buffers"); },
        [](const Scenario& s, const std::string&) { return s.cluster.device.runtime_reserved.value(); },
@@ -118,11 +128,18 @@ std::optional<ModelParameter> make(const Kind& k, const Scenario& s, const std::
 
 bool per_level(const Kind& k) { return k.pattern.find(kLevel) != std::string_view::npos; }
 
+// The library's scales exist where a tuned library prices the collectives (not under alpha-beta).
+bool applies(const Kind& k, const Scenario& s) {
+  return !k.pattern.starts_with("collectives.") ||
+         s.cluster.library.family != core::CollectiveLibrarySpec::Family::kAlphaBeta;
+}
+
 }  // namespace
 
 std::vector<ModelParameter> model_parameters(const Scenario& s) {
   std::vector<ModelParameter> out;
   for (const Kind& k : kinds()) {
+    if (!applies(k, s)) continue;
     if (per_level(k)) {
       for (const auto& l : s.cluster.levels) {
         if (auto p = make(k, s, l.name)) out.push_back(std::move(*p));

@@ -1,9 +1,12 @@
 #include "sim/cli/command_support.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <iostream>
 #include <sstream>
+
+#include "topology/cluster_presets.hpp"
 
 namespace shardsim::cli {
 
@@ -38,6 +41,19 @@ std::vector<std::string> split_commas(const std::string& s) {
     if (!part.empty()) out.push_back(part);
   }
   return out;
+}
+
+scenario::Scenario load_machine(const std::string& name) {
+  if (name.ends_with(".yaml") || name.ends_with(".yml")) return scenario::load_scenarios(name).front();
+  const auto* preset = topology::find_cluster_preset(name);
+  if (!preset) {
+    throw UsageError(fmt::format("unknown cluster '{}'; a preset ({}) or a scenario file", name,
+                                 fmt::join(topology::cluster_preset_names(), ", ")));
+  }
+  scenario::Scenario machine;
+  machine.cluster = *preset;
+  machine.name = name;
+  return machine;
 }
 
 engine::EngineKind engine_of(const std::string& name) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sim/engine/engine.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace shardsim::cli {
 
@@ -32,6 +33,9 @@ std::optional<po::variables_map> parse_command(const std::vector<std::string>& a
                                                const char* positional = nullptr);
 /** @brief "a,b,,c" -> {a, b, c}. */
 std::vector<std::string> split_commas(const std::string& s);
+/** @brief The machine a command names: a cluster preset, or a scenario file's cluster (the scenario as loaded).
+ *  UsageError for an unknown preset; ConfigError from the file. */
+scenario::Scenario load_machine(const std::string& name);
 /** @brief The engine named on the command line; UsageError unless analytical or simgrid. */
 engine::EngineKind engine_of(const std::string& name);
 

@@ -23,6 +23,7 @@
 #include "sim/scenario/scenario.hpp"
 #include "sim/scenario/text_file.hpp"
 #include "sim/search/plan_search.hpp"
+#include "sim/cli/collective_command.hpp"
 #include "sim/cli/command_support.hpp"
 #include "sim/cli/validation_commands.hpp"
 #include "validate/calibration.hpp"
@@ -48,6 +49,7 @@ const char* kUsage =
     "  models              list the built-in model presets\n"
     "  clusters            list the built-in clusters\n"
     "  topology NAME       a built-in machine link by link (--export platform.xml for SimGrid, --dot for Graphviz)\n"
+    "  collective CLUSTER  one collective size by size as the cluster's library runs it (as nccl-tests prints)\n"
     "  bench               print the analytical engine's speed figures\n"
     "  --version           print the version\n"
     "\n"
@@ -330,6 +332,7 @@ int main(int argc, char** argv) {
     if (cmd == "models") return cmd_models(rest);
     if (cmd == "clusters") return cmd_clusters(rest);
     if (cmd == "topology") return cmd_topology(rest);
+    if (cmd == "collective") return cmd_collective(rest);
     if (cmd == "bench") return cmd_bench(rest);
     throw UsageError(fmt::format("unknown command '{}'", cmd));
   } catch (const UsageError& e) {

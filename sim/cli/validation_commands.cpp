@@ -68,16 +68,7 @@ int list_parameters(const std::string& scenario_file) {
 int calibrate_collectives(const po::variables_map& vm) {
   if (!vm.count("fit")) throw UsageError("--fit names the parameters to fit (e.g. --fit network.nvswitch.latency)");
   if (!vm.count("cluster")) throw UsageError("--cluster names the machine the collectives ran on");
-  scenario::Scenario machine;
-  const std::string c = vm["cluster"].as<std::string>();
-  if (c.ends_with(".yaml") || c.ends_with(".yml")) {
-    machine = scenario::load_scenarios(c).front();
-  } else {
-    const auto* preset = topology::find_cluster_preset(c);
-    if (!preset) throw UsageError(fmt::format("unknown cluster '{}'", c));
-    machine.cluster = *preset;
-    machine.name = c;
-  }
+  scenario::Scenario machine = load_machine(vm["cluster"].as<std::string>());
   const auto op = validate::parse_collective_op(vm["op"].as<std::string>());
   std::vector<validate::CollectiveSample> samples;
   for (const auto& spec : vm["collectives"].as<std::vector<std::string>>()) {

@@ -19,3 +19,16 @@ int ClusterSpec::domain_ranks(int l) const {
 }
 
 }  // namespace shardsim::core
+
+namespace shardsim::core {
+
+std::string_view library_name(CollectiveLibrarySpec::Family f) {
+  switch (f) {
+    case CollectiveLibrarySpec::Family::kNccl: return "nccl";
+    case CollectiveLibrarySpec::Family::kRccl: return "rccl";
+    case CollectiveLibrarySpec::Family::kAlphaBeta: return "alpha-beta";
+  }
+  return "?";
+}
+
+}  // namespace shardsim::core

@@ -6,7 +6,9 @@
 #include <array>
 #include <memory>
 #include <optional>
+#include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sim/core/dtype.hpp"
@@ -65,6 +67,31 @@ struct HostSpec {
   BytesPerSec link_bandwidth;  ///< host <-> one device, per direction
 };
 
+/** @brief The collective library the job calls (NCCL, RCCL) and what the engines need of it to price a collective
+ *  the way the library runs it under `collective_algorithm: auto`: its tuning model picks an algorithm and a
+ *  protocol per call from per-step latencies by hop class and protocol bandwidths (engine/collective_library.hpp).
+ *  `kAlphaBeta` prices rings and trees from the network levels' own latencies instead (an MPI library whose
+ *  selection is not modelled, or the ideal what-if). */
+struct CollectiveLibrarySpec {
+  enum class Family : std::uint8_t { kNccl, kRccl, kAlphaBeta };
+  /// NCCL's hop class inside a node (typeIntra of its ring graph): NVLink / NVSwitch / Infinity Fabric, or PCIe
+  enum class IntraLink : std::uint8_t { kNvlink, kPci };
+  /// NCCL's compute-capability row of its bandwidth caps (Volta, Ampere, Hopper)
+  enum class Generation : std::uint8_t { kVolta, kAmpere, kHopper };
+  Family family = Family::kNccl;
+  IntraLink intra = IntraLink::kNvlink;
+  Generation generation = Generation::kAmpere;
+  bool amd_host = false;  ///< x86 AMD host CPUs: NCCL's network overhead of 2 us per step instead of 1, and its LL row
+  bool ll128 = true;      ///< the LL128 protocol is enabled (NCCL: NVLink inside, NIC near the GPU; RCCL: per system)
+  /// measured latency over the library's own table, on the base latency and the hops inside a node, and on the
+  /// network hops (1: the table as the library's source has it)
+  double latency_scale = 1.0;
+  double net_latency_scale = 1.0;
+  std::string source;  ///< the library version followed, and where the scales come from
+};
+
+std::string_view library_name(CollectiveLibrarySpec::Family f);
+
 struct ClusterSpec {
   std::string name;
   /// the built-in machine this spec is ("frontier"), whatever its display name; empty for a user's machine and
@@ -76,6 +103,7 @@ struct ClusterSpec {
   DeviceSpec device;
   HostSpec host;
   std::vector<NetworkLevel> levels;  ///< innermost first; domain sizes strictly increase, each divides the next
+  CollectiveLibrarySpec library;     ///< how collectives run over those levels
   std::string source;
   /// the machine link by link, when the scenario describes it (else the SimGrid engine uses a built-in
   /// machine's links or derives them from the levels); shared, so copies of a spec stay cheap

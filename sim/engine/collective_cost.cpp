@@ -50,7 +50,8 @@ CollectiveEstimate ring(const LevelView& v, double per_edge_bytes, int steps) {
     e.bytes_by_level[static_cast<std::size_t>(top)] +=
         per_edge_bytes * (static_cast<double>(n) / v.shape.within(top)) / n;
   }
-  e.time = core::Seconds(slowest + steps * alpha);
+  e.latency_s = steps * alpha;
+  e.time = core::Seconds(slowest + e.latency_s);
   return e;
 }
 
@@ -77,7 +78,9 @@ CollectiveEstimate tree_all_reduce(const LevelView& v, double m) {
   }
   const int top = v.shape.top_level();
   if (top >= 0) e.bytes_by_level[static_cast<std::size_t>(top)] = 2.0 * m / v.shape.within(top - 1);
-  e.time = core::Seconds(slowest + 2.0 * std::ceil(std::log2(static_cast<double>(n))) * alpha);
+  e.latency_s = 2.0 * std::ceil(std::log2(static_cast<double>(n))) * alpha;
+  e.bandwidth_factor = kTreeBandwidthFactor;
+  e.time = core::Seconds(slowest + e.latency_s);
   return e;
 }
 
@@ -106,6 +109,7 @@ CollectiveEstimate hierarchical(const LevelView& v, CollectiveOp op, double m) {
       steps = both ? 2.0 * (k - 1.0) : (k - 1.0);
     }
     const double t = bytes / v.bw(l) + steps * v.alpha(l);
+    e.latency_s += steps * v.alpha(l);
     total += t;
     if (t > worst) {
       worst = t;
@@ -136,7 +140,36 @@ CollectiveEstimate all_to_all(const LevelView& v, double m) {
     alpha = std::max(alpha, v.alpha(l));
     e.bytes_by_level[static_cast<std::size_t>(l)] = bytes;
   }
-  e.time = core::Seconds(slowest + (n - 1) * alpha);
+  e.latency_s = (n - 1) * alpha;
+  e.time = core::Seconds(slowest + e.latency_s);
+  return e;
+}
+
+// The collective as the cluster's library runs it: the ring's bandwidth over the levels is the library's
+// Simple-protocol bus bandwidth; its tuning model picks the algorithm and protocol and gives the latency.
+CollectiveEstimate library_collective(const LevelView& v, CollectiveOp op, double m, double per_edge, int steps,
+                                      CollectiveAlgorithm requested) {
+  CollectiveEstimate ring_e = ring(v, per_edge, steps);
+  const double ring_bandwidth_s = ring_e.time.value() - ring_e.latency_s;
+  LibraryCall call;
+  call.op = op;
+  call.ranks = v.shape.size;
+  const int ppn = v.shape.within(v.cluster.node_level());
+  call.nodes = v.shape.size / ppn;
+  call.bytes = m;
+  if (ring_bandwidth_s <= 0.0 || m <= 0.0) {
+    call.bus_Bps = 1.0;  // nothing to move: only the latency counts
+  } else {
+    call.bus_Bps = per_edge / ring_bandwidth_s;
+  }
+  const LibraryChoice c = choose_library_call(v.cluster.library, call, requested);
+  CollectiveEstimate e = c.algorithm == CollectiveAlgorithm::kTree ? tree_all_reduce(v, m) : ring_e;
+  e.bottleneck_level = ring_e.bottleneck_level;
+  e.algorithm = c.algorithm;
+  e.protocol = c.protocol;
+  e.latency_s = c.latency_s;
+  e.bandwidth_factor = c.bandwidth_factor;
+  e.time = core::Seconds(m <= 0.0 ? c.latency_s : c.time_s);
   return e;
 }
 
@@ -167,6 +200,11 @@ CollectiveEstimate estimate_collective(const core::ClusterSpec& cluster, const G
   const double per_edge = all_reduce ? 2.0 * (nn - 1.0) / nn * m : (nn - 1.0) / nn * m;
   const int steps = all_reduce ? 2 * (n - 1) : n - 1;
 
+  const bool tuned = cluster.library.family != core::CollectiveLibrarySpec::Family::kAlphaBeta &&
+                     (requested == CollectiveAlgorithm::kAuto || requested == CollectiveAlgorithm::kRing ||
+                      requested == CollectiveAlgorithm::kTree);
+  if (tuned) return library_collective(v, op, m, per_edge, steps, requested);
+
   switch (requested) {
     case CollectiveAlgorithm::kRing: return ring(v, per_edge, steps);
     case CollectiveAlgorithm::kTree:
@@ -175,8 +213,8 @@ CollectiveEstimate estimate_collective(const core::ClusterSpec& cluster, const G
     case CollectiveAlgorithm::kHierarchical: return hierarchical(v, op, m);
     case CollectiveAlgorithm::kAuto:
     case CollectiveAlgorithm::kBest: {
-      // NCCL / RCCL run all-gather and reduce-scatter as rings, and all-reduce as a ring or a tree by their
-      // tuner's cost (NVIDIA/nccl src/graph/tuning.cc); `best` also tries the hierarchical scheme.
+      // Alpha-beta: all-gather and reduce-scatter as rings, all-reduce as the faster of ring and tree; `best`
+      // also tries the hierarchical scheme.
       CollectiveEstimate best = ring(v, per_edge, steps);
       if (all_reduce) {
         CollectiveEstimate t = tree_all_reduce(v, m);

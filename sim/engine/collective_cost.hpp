@@ -14,9 +14,11 @@
 // the crossing traffic in parallel: crossing capacity c * per_rank_bandwidth(l). The slowest level the
 // group spans sets the pace; each algorithm step pays the largest latency among the levels used.
 #include <array>
+#include <optional>
 
 #include "sim/core/cluster_spec.hpp"
 #include "sim/core/plan_spec.hpp"
+#include "sim/engine/collective_library.hpp"
 #include "sim/graph/task_graph.hpp"
 
 namespace shardsim::engine {
@@ -24,12 +26,22 @@ namespace shardsim::engine {
 struct CollectiveEstimate {
   core::Seconds time;
   core::CollectiveAlgorithm algorithm = core::CollectiveAlgorithm::kRing;  ///< the one priced (auto resolved)
+  /// the library protocol, when the cluster's collective library chose it (else alpha-beta from the levels)
+  std::optional<Protocol> protocol;
+  double latency_s = 0.0;  ///< the part of `time` that does not scale with bytes (without codec kernels)
+  /// the algorithm's and protocol's bandwidth over the levels' ring bandwidth: a ring's flows carry bytes per
+  /// edge / factor, a tree's 2 x bytes / factor
+  double bandwidth_factor = 1.0;
   int bottleneck_level = -1;  ///< level whose bandwidth term dominates; -1 for a single-rank group
   std::array<double, graph::kMaxLevels> bytes_by_level{};  ///< bytes one rank sends on each level's links
 };
 
-/** @brief Cost of `op` on `payload` bytes over a group of shape `shape`; `requested` kAuto picks the fastest
- *  of the algorithms that apply to `op` (as NCCL's tuner does). Precondition: shape built for `cluster`. */
+/** @brief Cost of `op` on `payload` bytes over a group of shape `shape`. With a tuned library (NCCL, RCCL),
+ *  all-reduce, all-gather and reduce-scatter under kAuto, kRing or kTree run as the library's tuning model runs them
+ *  (collective_library.hpp: its algorithm and protocol, its latencies, bandwidth from the levels); kAuto with
+ *  the alpha-beta library takes the faster of ring and tree; kHierarchical and kBest (the fastest of ring, tree
+ *  and hierarchical, each at the links' own latencies: the ideal what-if) and all-to-all and send-recv are
+ *  alpha-beta over the levels. Precondition: shape built for `cluster`. */
 CollectiveEstimate estimate_collective(const core::ClusterSpec& cluster, const graph::GroupShape& shape,
                                        graph::CollectiveOp op, core::Bytes payload,
                                        core::CollectiveAlgorithm requested);

@@ -29,8 +29,6 @@ using graph::TaskId;
 using graph::TaskKind;
 
 constexpr std::size_t kStreams = static_cast<std::size_t>(graph::Stream::kCount);
-// NCCL's tuning model runs trees at 0.9x the ring's bus bandwidth (as collective_cost.cpp prices them).
-constexpr double kTreeBandwidthFactor = 0.9;
 // Groups spanning fewer nodes are simulated with every node's internal traffic.
 constexpr int kMinNodesForSymmetry = 32;
 
@@ -264,16 +262,20 @@ class Planner {
       }
       return;
     }
-    // Ring, or a tree (all-reduce only) carried over the same channels at the tree's bandwidth and latency.
+    // Ring, or a tree (all-reduce only) carried over the same channels at the tree's bandwidth and latency; the
+    // flows carry what the protocol's bandwidth makes of the bytes (LL and LL128 move less per second).
     const bool tree = all_reduce && est.algorithm == core::CollectiveAlgorithm::kTree;
     const double per_edge = all_reduce ? 2.0 * (nn - 1.0) / nn * wire : (nn - 1.0) / nn * wire;
     const double steps = tree ? 2.0 * std::ceil(std::log2(nn)) : (all_reduce ? 2.0 * (nn - 1.0) : nn - 1.0);
     Phase ph;
     for (int l = 0; l <= geo.top; ++l) {
-      const double bytes = tree ? 2.0 * wire / (kTreeBandwidthFactor * geo.w(l - 1)) : per_edge / geo.w(l - 1);
+      const double bytes = (tree ? 2.0 * wire : per_edge) / (est.bandwidth_factor * geo.w(l - 1));
       level_flows(l, bytes, l == geo.top, ph.flows);
     }
-    ph.pre_delay_s = codec_s + std::max(0.0, steps - 1.0) * max_latency(ph.flows);
+    // The library's latency is the whole call's, the first hop included (the flows pay that one); alpha-beta
+    // pays each further step at the route's latency.
+    ph.pre_delay_s = codec_s + (est.protocol ? std::max(0.0, est.latency_s - max_latency(ph.flows))
+                                             : std::max(0.0, steps - 1.0) * max_latency(ph.flows));
     p.phases.push_back(std::move(ph));
   }
 

@@ -70,6 +70,13 @@ std::string render_table(const scenario::Scenario& s, const scenario::Evaluation
                    d.comm_compute_slowdown == 1.0 ? std::string("unslowed [guess]")
                                                   : fmt::format("{:.2f}x slower", d.comm_compute_slowdown),
                    d.efficiency_source);
+  const auto& lib = c.library;
+  if (lib.family == core::CollectiveLibrarySpec::Family::kAlphaBeta) {
+    o += fmt::format("library   alpha-beta over the network levels ({})\n", lib.source);
+  } else {
+    o += fmt::format("library   {}: its tuning model, latency x{:.3g} (network hops x{:.3g}) ({})\n",
+                     core::library_name(lib.family), lib.latency_scale, lib.net_latency_scale, lib.source);
+  }
   o += fmt::format("plan      {}\n", plan_line(s, ev));
   o += fmt::format("engine    {} ({} tasks)\n\n", engine::engine_name(s.engine), ev.tasks);
 
@@ -248,7 +255,14 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
                     {"compute_units", c.device.compute_units},
                     {"kernel_overhead_s", c.device.kernel_overhead.value()},
                     {"source", c.device.efficiency_source}}},
-                  {"levels", levels}};
+                  {"levels", levels},
+                  {"collective_library",
+                   {{"library", core::library_name(c.library.family)},
+                    {"latency_scale", c.library.latency_scale},
+                    {"net_latency_scale", c.library.net_latency_scale},
+                    {"ll128", c.library.ll128},
+                    {"amd_host", c.library.amd_host},
+                    {"source", c.library.source}}}};
   j["plan"] = {{"strategy", ev.strategy},
                {"dp", p.dp},
                {"tp", p.tp},

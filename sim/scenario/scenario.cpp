@@ -136,6 +136,40 @@ void apply_host(const ConfigNode& n, core::HostSpec& h) {
   if (auto v = n.find("link_bandwidth")) h.link_bandwidth = v->as_bandwidth();
 }
 
+// `cluster.collective_library`: a library name, or a map that changes the machine's library (a preset's, or
+// NCCL for a user's machine).
+void apply_library(const ConfigNode& n, core::CollectiveLibrarySpec& l) {
+  using Spec = core::CollectiveLibrarySpec;
+  auto family = [](const ConfigNode& v) {
+    const std::string f = v.as_choice({"nccl", "rccl", "alpha-beta"});
+    return f == "nccl" ? Spec::Family::kNccl : f == "rccl" ? Spec::Family::kRccl : Spec::Family::kAlphaBeta;
+  };
+  l.source = n.file();
+  if (n.is_scalar()) {
+    l.family = family(n);
+    return;
+  }
+  n.expect_map({"library", "latency_scale", "net_latency_scale", "host_cpu", "intra_link", "generation", "ll128"});
+  if (auto v = n.find("library")) l.family = family(*v);
+  auto scale = [](const ConfigNode& v) {
+    const double x = v.as_double();
+    if (!(x >= 0.25 && x <= 10.0)) v.fail("expected a factor from 0.25 to 10 over the library's latency table");
+    return x;
+  };
+  if (auto v = n.find("latency_scale")) l.latency_scale = scale(*v);
+  if (auto v = n.find("net_latency_scale")) l.net_latency_scale = scale(*v);
+  if (auto v = n.find("host_cpu")) l.amd_host = v->as_choice({"intel", "amd", "other"}) == "amd";
+  if (auto v = n.find("intra_link")) {
+    l.intra = v->as_choice({"nvlink", "pci"}) == "nvlink" ? Spec::IntraLink::kNvlink : Spec::IntraLink::kPci;
+  }
+  if (auto v = n.find("generation")) {
+    const std::string g = v->as_choice({"volta", "ampere", "hopper"});
+    l.generation = g == "volta" ? Spec::Generation::kVolta : g == "ampere" ? Spec::Generation::kAmpere
+                                                                           : Spec::Generation::kHopper;
+  }
+  if (auto v = n.find("ll128")) l.ll128 = v->as_bool();
+}
+
 std::vector<core::NetworkLevel> parse_network(const ConfigNode& n) {
   std::vector<core::NetworkLevel> levels;
   const auto items = n.items();
@@ -317,13 +351,15 @@ core::ClusterSpec parse_cluster(const ConfigNode& n) {
   if (n.is_scalar()) {
     c = preset_or_fail(n, n.as_string());
   } else {
-    n.expect_map({"preset", "name", "nodes", "devices_per_node", "device", "host", "network", "topology", "fabric"});
+    n.expect_map({"preset", "name", "nodes", "devices_per_node", "device", "host", "network", "topology", "fabric",
+                  "collective_library"});
     if (auto p = n.find("preset")) {
       c = preset_or_fail(*p, p->as_string());
     } else {
       for (const char* key : {"nodes", "devices_per_node", "device", "network"}) (void)n.get(key);
       c.name = "custom";
       c.source = n.file();
+      c.library.source = "NCCL 2.18 tuning model, NVLink inside a node [default for a described machine]";
       c.device.peak = {};
       c.device.runtime_reserved = core::Bytes(0.0);
       const ConfigNode d = n.get("device");
@@ -342,6 +378,7 @@ core::ClusterSpec parse_cluster(const ConfigNode& n) {
     if (auto v = n.find("device")) apply_device(*v, c.device);
     if (auto v = n.find("host")) apply_host(*v, c.host);
     if (auto v = n.find("network")) c.levels = parse_network(*v);
+    if (auto v = n.find("collective_library")) apply_library(*v, c.library);
     // A preset whose node or network the scenario redefines is no longer the built-in machine: both engines
     // then see the levels as written (the SimGrid engine derives its links from them).
     if (n.has("devices_per_node") || n.has("network")) c.preset.clear();

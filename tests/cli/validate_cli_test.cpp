@@ -68,18 +68,18 @@ TEST(Validate, PaperClaims) {
   };
   const std::map<std::string, Expect> expect = {
       // AMSP v2 (arXiv 2311.00257): ZeRO-3 collapses from 47% to 4% MFU; AMSP 1.46-1.58x MiCS at 1,024 GPUs.
-      {"zero3-13b-8-to-1024", {false, 0.488}},
-      {"amsp-over-mics-7b", {false, 0.969}},
-      {"amsp-over-mics-13b", {false, 0.991}},
-      {"amsp-over-mics-30b", {false, 0.950}},
-      {"amsp-over-zeropp-13b", {false, 1.542}},
+      {"zero3-13b-8-to-1024", {false, 0.507}},
+      {"amsp-over-mics-7b", {false, 0.974}},
+      {"amsp-over-mics-13b", {false, 0.997}},
+      {"amsp-over-mics-30b", {false, 0.953}},
+      {"amsp-over-zeropp-13b", {false, 1.495}},
       {"overlap-13b-m1", {true, 0}},
       {"overlap-30b-m1", {true, 0}},
       {"rank-7b-1024", {false, 0}},
       {"rank-13b-1024", {false, 0}},
       {"amsp-v1-scaling-13b", {true, 0}},
       // Frontier (arXiv 2501.04266): ZeRO++ 1.405x ZeRO-3, the 3-level scheme 1.71x ZeRO++, efficiency 0.94.
-      {"frontier-zeropp-over-zero3", {false, 1.016}},
+      {"frontier-zeropp-over-zero3", {false, 1.044}},
       {"frontier-3level-over-zeropp", {false, 1.000}},
       {"frontier-3level-scaling", {true, 0}},
       // Lassen (arXiv 2409.02423): naive compression +22.5%, hybrid +17.3% TFLOPS/GPU.

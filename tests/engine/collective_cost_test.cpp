@@ -159,3 +159,122 @@ TEST(CompressedCollectives, CodecVolumesPerOperation) {
 
 }  // namespace
 }  // namespace shardsim::engine
+
+// ---------------------------------------------------------------------------------------- the libraries
+
+namespace shardsim::engine {
+namespace {
+
+using core::CollectiveLibrarySpec;
+
+CollectiveLibrarySpec nccl() {
+  CollectiveLibrarySpec l;
+  l.family = CollectiveLibrarySpec::Family::kNccl;
+  return l;
+}
+
+LibraryCall call(graph::CollectiveOp op, int ranks, int nodes, double bytes, double bus_gbps) {
+  return LibraryCall{op, ranks, nodes, bytes, bus_gbps * 1e9};
+}
+
+// NVIDIA/nccl@v2.18.3-1 src/graph/tuning.cc, by hand: a ring all-gather over 16 ranks on 2 nodes of 8 (NVLink)
+// pays 8.4 us (Simple base) + 14 intra-node steps at max(3.4, 3 x 1 us network overhead) + 1 network step at
+// 14 us; a large buffer goes Simple at the full bus bandwidth.
+TEST(CollectiveLibrary, NcclRingLatencyIsItsTuningModel) {
+  const auto c = choose_library_call(nccl(), call(graph::CollectiveOp::kAllGather, 16, 2, 1e10, 100.0));
+  EXPECT_EQ(c.algorithm, core::CollectiveAlgorithm::kRing);
+  EXPECT_EQ(c.protocol, Protocol::kSimple);
+  EXPECT_NEAR(c.latency_s * 1e6, 8.4 + 14 * 3.4 + 14.0, 1e-9);
+  EXPECT_NEAR(c.time_s, c.latency_s + 1e10 * 15.0 / 16.0 / 100e9, 1e-12);
+  EXPECT_DOUBLE_EQ(c.bandwidth_factor, 1.0);
+}
+
+// Small buffers go LL (lowest latency); large ones Simple; in between LL128 (0.92 of the bandwidth).
+TEST(CollectiveLibrary, NcclPicksTheProtocolBySize) {
+  const auto lib = nccl();
+  const auto small = choose_library_call(lib, call(graph::CollectiveOp::kAllGather, 8, 1, 4096, 200.0));
+  EXPECT_EQ(small.protocol, Protocol::kLL);
+  EXPECT_NEAR(small.latency_s * 1e6, 6.6 + 7 * 0.6, 1e-9);
+  // LL on one node: a third of the bus bandwidth for all-gather (a quarter for all-reduce), under llMaxBw.
+  EXPECT_NEAR(small.bandwidth_factor, 200.0 / 3.0 / 200.0, 1e-12);
+  const auto big = choose_library_call(lib, call(graph::CollectiveOp::kAllGather, 8, 1, 1e10, 200.0));
+  EXPECT_EQ(big.protocol, Protocol::kSimple);
+  CollectiveLibrarySpec no128 = lib;
+  no128.ll128 = false;
+  for (double bytes = 1e3; bytes < 1e11; bytes *= 3.0) {
+    const auto c = choose_library_call(no128, call(graph::CollectiveOp::kAllReduce, 64, 8, bytes, 100.0));
+    EXPECT_NE(c.protocol, Protocol::kLL128);
+  }
+}
+
+// Trees only for all-reduce: 2 x ((ppn - 1) intra + log2(nodes) network) hops; they win small all-reduces across
+// many nodes, where a ring pays a step per rank.
+TEST(CollectiveLibrary, NcclTreesServeSmallAllReducesAcrossNodes) {
+  const auto lib = nccl();
+  const auto ar = choose_library_call(lib, call(graph::CollectiveOp::kAllReduce, 1024, 128, 1 << 20, 100.0));
+  EXPECT_EQ(ar.algorithm, core::CollectiveAlgorithm::kTree);
+  const auto ring = choose_library_call(lib, call(graph::CollectiveOp::kAllReduce, 1024, 128, 1 << 20, 100.0),
+                                        core::CollectiveAlgorithm::kRing);
+  EXPECT_LT(ar.time_s, ring.time_s);
+  const auto ag = choose_library_call(lib, call(graph::CollectiveOp::kAllGather, 1024, 128, 1 << 20, 100.0));
+  EXPECT_EQ(ag.algorithm, core::CollectiveAlgorithm::kRing);
+  const auto tree = choose_library_call(lib, call(graph::CollectiveOp::kAllReduce, 16, 2, 1e10, 100.0),
+                                        core::CollectiveAlgorithm::kTree);
+  EXPECT_EQ(tree.algorithm, core::CollectiveAlgorithm::kTree);
+  EXPECT_EQ(tree.protocol, Protocol::kSimple);
+  // Tree Simple: base 0, 2 x (7 x 4.0 + 1 x 14) us; bandwidth 0.92 of the bus, half of it per direction.
+  EXPECT_NEAR(tree.latency_s * 1e6, 2.0 * (7 * 4.0 + 14.0), 1e-9);
+  EXPECT_NEAR(tree.time_s, tree.latency_s + 2.0 * 1e10 / (0.92 * 100e9), 1e-12);
+}
+
+// A ring all-gather's latency grows with every rank; the measured scales multiply the table's parts.
+TEST(CollectiveLibrary, LatencyGrowsWithRanksAndScalesApplyToTheirHops) {
+  auto lib = nccl();
+  double prev = 0.0;
+  for (int nodes : {1, 2, 8, 64, 128}) {
+    const auto c = choose_library_call(lib, call(graph::CollectiveOp::kAllGather, 8 * nodes, nodes, 1e8, 100.0));
+    EXPECT_GT(c.latency_s, prev);
+    prev = c.latency_s;
+  }
+  const auto one = choose_library_call(lib, call(graph::CollectiveOp::kAllGather, 16, 2, 1e10, 100.0));
+  lib.latency_scale = 2.0;
+  const auto intra = choose_library_call(lib, call(graph::CollectiveOp::kAllGather, 16, 2, 1e10, 100.0));
+  EXPECT_NEAR(intra.latency_s * 1e6, 2.0 * (8.4 + 14 * 3.4) + 14.0, 1e-9);
+  lib.latency_scale = 1.0;
+  lib.net_latency_scale = 3.0;
+  const auto net = choose_library_call(lib, call(graph::CollectiveOp::kAllGather, 16, 2, 1e10, 100.0));
+  EXPECT_NEAR(net.latency_s - one.latency_s, 2.0 * 14e-6, 1e-12);
+}
+
+// RCCL's default model: its own tables (Simple base 17 us; ring Simple over xGMI 3.6 us a hop, network 15.1 us).
+TEST(CollectiveLibrary, RcclFollowsItsOwnTables) {
+  CollectiveLibrarySpec lib;
+  lib.family = CollectiveLibrarySpec::Family::kRccl;
+  lib.ll128 = false;
+  lib.amd_host = true;
+  const auto c = choose_library_call(lib, call(graph::CollectiveOp::kAllGather, 16, 2, 1e10, 100.0));
+  EXPECT_EQ(c.protocol, Protocol::kSimple);
+  // Multi-node ring Simple: intra hop max(3.6, 3 x 2 us AMD network overhead) = 6 us.
+  EXPECT_NEAR(c.latency_s * 1e6, 17.0 + 14 * 6.0 + 15.1, 1e-9);
+  // ringCorrectionFactor[Simple][26] = 1.0 at 1e10 bytes.
+  EXPECT_NEAR(c.time_s, c.latency_s + 1e10 * 15.0 / 16.0 / 100e9, 1e-12);
+}
+
+// The cost model hands the library the levels' ring bandwidth and the group's node count.
+TEST(CollectiveLibrary, AutoOnATunedClusterIsTheLibrarysChoice) {
+  auto c = testing::two_level(16);
+  c.library = nccl();
+  const auto shape = topology::strided_group_shape(c, 64, 1);
+  for (double m : {1e3, 1e6, 1e9}) {
+    const auto e = estimate_collective(c, shape, graph::CollectiveOp::kAllGather, core::Bytes(m),
+                                       core::CollectiveAlgorithm::kAuto);
+    // Levels: node 4 x ... network 4 ranks x 10 GB/s = 40 GB/s crossing capacity.
+    const auto lib = choose_library_call(c.library, call(graph::CollectiveOp::kAllGather, 64, 16, m, 40.0));
+    ASSERT_TRUE(e.protocol.has_value());
+    EXPECT_EQ(*e.protocol, lib.protocol);
+    EXPECT_NEAR(e.time.value(), lib.time_s, 1e-12 + 1e-12 * lib.time_s);
+  }
+}
+
+}  // namespace
+}  // namespace shardsim::engine

@@ -9,6 +9,7 @@
 
 #include "sim/core/errors.hpp"
 #include "sim/scenario/evaluate.hpp"
+#include "topology/cluster_presets.hpp"
 #include "validate/calibration.hpp"
 
 namespace shardsim::validate {
@@ -45,8 +46,14 @@ TEST(ModelParameters, FrontierNamesEveryLevelWithItsSource) {
       "device.gemm_efficiency",   "device.memory_efficiency", "device.attention_efficiency", "device.attention_backward_efficiency", "device.comm_compute_slowdown", "device.kernel_overhead", "host.link_bandwidth",
       "network.gcd-pair.bandwidth", "network.node.bandwidth",   "network.slingshot.bandwidth",
       "network.gcd-pair.latency", "network.node.latency",     "network.slingshot.latency",
+      "collectives.latency_scale", "collectives.net_latency_scale",
       "device.runtime_reserved",  "plan.workspace"};
   EXPECT_EQ(names, expected);
+  // RCCL prices Frontier's collectives: its latency scales are parameters; under alpha-beta (Lassen) they are not.
+  EXPECT_EQ(named(ps, "collectives.latency_scale").source, s.cluster.library.source);
+  scenario::Scenario lassen = s;
+  lassen.cluster = *topology::find_cluster_preset("lassen");
+  EXPECT_FALSE(find_model_parameter(lassen, "collectives.latency_scale").has_value());
 
   const ModelParameter& nic = named(ps, "network.slingshot.bandwidth");
   EXPECT_EQ(nic.unit, "B/s");

@@ -1,0 +1,103 @@
+#include "sim/cli/collective_command.hpp"
+
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "sim/cli/command_support.hpp"
+#include "sim/engine/collective_cost.hpp"
+#include "topology/placement.hpp"
+#include "validate/collective_runs.hpp"
+
+namespace shardsim::cli {
+namespace {
+
+core::CollectiveAlgorithm algorithm_of(const std::string& name) {
+  for (auto a : {core::CollectiveAlgorithm::kAuto, core::CollectiveAlgorithm::kRing, core::CollectiveAlgorithm::kTree,
+                 core::CollectiveAlgorithm::kHierarchical, core::CollectiveAlgorithm::kBest}) {
+    if (core::algorithm_name(a) == name) return a;
+  }
+  throw UsageError(fmt::format("unknown --algorithm '{}'; expected auto, ring, tree, hierarchical or best", name));
+}
+
+core::Bytes size_of(const std::string& option, const std::string& text) {
+  try {
+    return core::parse_bytes(text);
+  } catch (const std::exception& e) {
+    throw UsageError(fmt::format("--{}: {}", option, e.what()));
+  }
+}
+
+// nccl-tests' bus bandwidth: the algorithm bandwidth times what a ring moves per byte of the buffer.
+double bus_factor(graph::CollectiveOp op, int n) {
+  switch (op) {
+    case graph::CollectiveOp::kAllReduce: return 2.0 * (n - 1.0) / n;
+    case graph::CollectiveOp::kAllGather:
+    case graph::CollectiveOp::kReduceScatter:
+    case graph::CollectiveOp::kAllToAll: return (n - 1.0) / n;
+    default: return 1.0;
+  }
+}
+
+}  // namespace
+
+int cmd_collective(const std::vector<std::string>& args) {
+  po::options_description opts(
+      "shardsim collective CLUSTER [options]\n\nPredicts one collective on a machine (a cluster preset or a scenario "
+      "file's cluster) size by size, as nccl-tests prints it: time, algorithm and bus bandwidth, and the algorithm, "
+      "protocol and latency the cluster's collective library picks.\n\noptions");
+  opts.add_options()("help,h", "show this help")("cluster", po::value<std::string>(), "cluster preset or scenario file")(
+      "op", po::value<std::string>()->default_value("all_reduce"),
+      "all_reduce, all_gather, reduce_scatter, alltoall or sendrecv")(
+      "ranks", po::value<int>(), "ranks in the group (default: one node)")(
+      "stride", po::value<int>()->default_value(1), "rank distance between members (8: one rank per node of 8)")(
+      "min-size", po::value<std::string>()->default_value("1KiB"), "smallest size (nccl-tests' size column)")(
+      "max-size", po::value<std::string>()->default_value("1GiB"), "largest size; sizes double in between")(
+      "algorithm", po::value<std::string>()->default_value("auto"), "auto (the library's choice), ring, tree, "
+      "hierarchical or best (the fastest imaginable)");
+  const auto parsed = parse_command(args, opts, "cluster");
+  if (!parsed) return kOk;
+  const auto& vm = *parsed;
+  if (!vm.count("cluster")) throw UsageError("name a cluster preset or a scenario file");
+  scenario::Scenario machine = load_machine(vm["cluster"].as<std::string>());
+  core::ClusterSpec& c = machine.cluster;
+  const auto op = validate::parse_collective_op(vm["op"].as<std::string>());
+  const int ranks = vm.count("ranks") ? vm["ranks"].as<int>() : c.devices_per_node;
+  const int stride = vm["stride"].as<int>();
+  if (ranks < 2) throw UsageError("--ranks: at least 2");
+  if (stride < 1) throw UsageError("--stride: at least 1");
+  const long long span = static_cast<long long>(ranks) * stride;
+  if (span > (1LL << 30)) throw UsageError("--ranks x --stride: at most 2^30 devices");
+  const long long nodes = (span + c.devices_per_node - 1) / c.devices_per_node;
+  if (c.max_nodes > 0 && nodes > c.max_nodes) {
+    throw UsageError(fmt::format("{} ranks at stride {} need {} nodes; {} has {}", ranks, stride, nodes, c.name,
+                                 c.max_nodes));
+  }
+  c.nodes = std::max<int>(c.nodes, static_cast<int>(nodes));
+  if (c.levels.back().domain_ranks < c.total_devices()) {
+    throw UsageError(fmt::format("{} ranks do not fit in {}'s outermost network level", ranks, c.name));
+  }
+  const double lo = size_of("min-size", vm["min-size"].as<std::string>()).value();
+  const double hi = size_of("max-size", vm["max-size"].as<std::string>()).value();
+  if (lo < 1.0 || hi < lo) throw UsageError("--min-size must be at least 1 B and at most --max-size");
+  const auto algorithm = algorithm_of(vm["algorithm"].as<std::string>());
+  const graph::GroupShape shape = topology::strided_group_shape(c, ranks, stride);
+  const int ppn = shape.within(c.node_level());
+
+  std::cout << fmt::format("{} on {}: {} ranks ({} nodes x {}), library {} ({}), algorithm {}\n",
+                           vm["op"].as<std::string>(), c.name, ranks, ranks / ppn, ppn,
+                           core::library_name(c.library.family), c.library.source, core::algorithm_name(algorithm));
+  std::cout << fmt::format("{:>12}  {:>11}  {:>10}  {:>10}  {:>12}  {:>8}  {:>10}\n", "size (B)", "time (us)",
+                           "algbw GB/s", "busbw GB/s", "algorithm", "protocol", "latency us");
+  for (double size = lo; size <= hi * (1.0 + 1e-12); size *= 2.0) {
+    const auto e = engine::estimate_collective(c, shape, op, core::Bytes(size), algorithm);
+    const double t = e.time.value();
+    const double algbw = t > 0.0 ? size / t / 1e9 : 0.0;
+    std::cout << fmt::format("{:>12.0f}  {:>11.2f}  {:>10.2f}  {:>10.2f}  {:>12}  {:>8}  {:>10.2f}\n", size, t * 1e6,
+                             algbw, algbw * bus_factor(op, ranks), core::algorithm_name(e.algorithm),
+                             e.protocol ? engine::protocol_name(*e.protocol) : "-", e.latency_s * 1e6);
+  }
+  return kOk;
+}
+
+}  // namespace shardsim::cli

@@ -1,0 +1,190 @@
+#include "sim/engine/collective_library.hpp"
+
+#include <algorithm>
+#include <array>
+#include <limits>
+
+#include "sim/core/errors.hpp"
+
+namespace shardsim::engine {
+namespace {
+
+using core::CollectiveAlgorithm;
+using core::CollectiveLibrarySpec;
+using graph::CollectiveOp;
+
+constexpr int kTree = 0;
+constexpr int kRing = 1;
+constexpr int kNvlink = 0;
+constexpr int kPci = 1;
+constexpr int kNet = 2;
+using ProtoRow = std::array<double, 3>;  // LL, LL128, Simple
+
+// The tables of one library version, in microseconds and fractions, [algorithm: tree, ring][protocol].
+struct Tables {
+  std::array<ProtoRow, 2> base_us;
+  std::array<std::array<ProtoRow, 2>, 3> hop_us;  // [NVLink, PCI, NET][algorithm][protocol]
+};
+
+// NVIDIA/nccl@v2.18.3-1 src/graph/tuning.cc: baseLat and hwLat.
+constexpr Tables kNccl218{
+    {{{6.8, 14.0, 0.0}, {6.6, 14.0, 8.4}}},
+    {{{{{0.6, 1.25, 4.0}, {0.6, 1.9, 3.4}}},
+      {{{1.0, 1.9, 6.0}, {1.0, 2.5, 5.7}}},
+      {{{5.0, 8.5, 14.0}, {2.7, 4.0, 14.0}}}}},
+};
+// NCCL's llMaxBws [Volta-N1 / Intel-N2 / Intel-N4+][...], [Ampere-N1 / AMD-N2 / AMD-N4+], [Hopper-N1 / ...]
+// (GB/s): single-node calls read the GPU generation's row, multi-node calls the host CPU's.
+constexpr std::array<std::array<double, 3>, 3> kNcclLlMaxBw{{{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {87.7, 22.5, 19.0}}};
+// NCCL's treeCorrectionFactor[protocol][log2(bytes / 64)] below 2^23 x 64 bytes.
+constexpr std::array<std::array<double, 23>, 3> kNcclTreeCorrection{{
+    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
+    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0},
+    {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9},
+}};
+// NCCL's ring "plateau" on multi-node Simple all-reduce applies when a channel's share of a rank's data is at least
+// 64 bytes; the channel count comes from its topology search, which is not modelled. [guess] 16 channels.
+constexpr double kAssumedChannels = 16.0;
+
+// ROCm/rccl@0cbce2a7 src/graph/tuning.cc: baseLat and tuning_model_0 (the model of a system RCCL has no model for).
+constexpr Tables kRccl{
+    {{{12.0, 12.0, 17.0}, {12.0, 12.0, 17.0}}},
+    {{{{{0.8, 1.4, 2.5}, {0.8, 2.2, 3.6}}},
+      {{{2.2, 2.2, 5.7}, {2.2, 2.2, 5.7}}},
+      {{{11.8, 18.2, 20.8}, {9.5, 19.8, 15.1}}}}},
+};
+// tuning_model_0 bwRatio [<= 2 nodes, > 2 nodes][tree, ring][protocol].
+constexpr std::array<std::array<ProtoRow, 2>, 2> kRcclBwRatio{{
+    {{{0.04, 0.22, 0.91}, {0.04, 0.34, 1.00}}},
+    {{{0.04, 0.22, 0.95}, {0.04, 0.34, 1.00}}},
+}};
+// tuning_model_0 treeCorrectionFactor and ringCorrectionFactor [protocol][min(log2(bytes / 64), 26)]; the ring's
+// applies to multi-node calls only.
+using RcclCorrection = std::array<std::array<double, 27>, 3>;
+constexpr RcclCorrection kRcclTreeCorrection{{
+    {0.1, 0.2, 0.1, 0.1, 0.9, 0.3, 0.4, 0.1, 0.2, 0.4, 0.2, 0.1, 0.3, 0.3, 0.2, 0.2, 0.2, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1,
+     0.1, 0.1, 0.1, 0.1},
+    {0.1, 0.3, 1.0, 0.1, 0.5, 1.0, 0.9, 1.0, 1.0, 1.0, 0.3, 0.1, 0.4, 0.5, 0.5, 0.4, 0.4, 0.3, 0.3, 0.2, 0.2, 0.2, 0.2,
+     0.2, 0.2, 0.2, 0.2},
+    {0.2, 1.0, 0.1, 0.1, 0.7, 0.2, 0.4, 0.1, 0.1, 0.3, 0.4, 0.3, 0.6, 0.8, 1.0, 1.0, 1.0, 1.0, 0.9, 0.8, 0.8, 0.8, 0.8,
+     0.8, 0.9, 0.9, 0.9},
+}};
+constexpr RcclCorrection kRcclRingCorrection{{
+    {0.1, 0.1, 0.1, 0.1, 0.1, 0.2, 0.4, 0.2, 0.3, 0.5, 0.3, 0.1, 0.5, 0.5, 0.3, 0.2, 0.2, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1,
+     0.1, 0.1, 0.1, 0.1},
+    {0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.3, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.8, 0.7, 0.5, 0.4, 0.4, 0.3, 0.3,
+     0.3, 0.3, 0.3, 0.3},
+    {1.0, 0.8, 0.2, 1.0, 1.0, 0.3, 1.0, 0.1, 0.1, 0.2, 0.2, 0.1, 0.5, 1.0, 0.8, 0.8, 1.0, 0.9, 1.0, 1.0, 1.0, 1.0, 1.0,
+     1.0, 1.0, 1.0, 1.0},
+}};
+
+// The libraries' log2i: floor(log2(n)), 0 for n < 2.
+int log2i(double n) {
+  int l = 0;
+  for (double v = n; v >= 2.0; v /= 2.0) ++l;
+  return l;
+}
+
+struct Candidate {
+  int algo = kRing;
+  int proto = 2;
+};
+
+}  // namespace
+
+std::string_view protocol_name(Protocol p) {
+  switch (p) {
+    case Protocol::kLL: return "LL";
+    case Protocol::kLL128: return "LL128";
+    case Protocol::kSimple: return "Simple";
+  }
+  return "?";
+}
+
+LibraryChoice choose_library_call(const CollectiveLibrarySpec& lib, const LibraryCall& call,
+                                  CollectiveAlgorithm algorithm) {
+  const bool rccl = lib.family == CollectiveLibrarySpec::Family::kRccl;
+  SHARDSIM_ASSERT(rccl || lib.family == CollectiveLibrarySpec::Family::kNccl, "not a tuned library");
+  SHARDSIM_ASSERT(call.ranks >= 2 && call.nodes >= 1 && call.ranks % call.nodes == 0, "bad library call shape");
+  SHARDSIM_ASSERT(call.bus_Bps > 0.0, "library call without bandwidth");
+  const bool all_reduce = call.op == CollectiveOp::kAllReduce;
+  SHARDSIM_ASSERT(all_reduce || call.op == CollectiveOp::kAllGather || call.op == CollectiveOp::kReduceScatter,
+                  "the tuning model covers all-reduce, all-gather and reduce-scatter");
+  const Tables& t = rccl ? kRccl : kNccl218;
+  const int n = call.ranks;
+  const int nodes = call.nodes;
+  const int ppn = n / nodes;
+  const int intra_hw = lib.intra == CollectiveLibrarySpec::IntraLink::kNvlink ? kNvlink : kPci;
+  const int steps = all_reduce ? 2 * (n - 1) : n - 1;
+  const int net_steps = all_reduce ? (nodes > 1 ? 2 * nodes : 0) : nodes - 1;
+  const double bus = call.bus_Bps / 1e9;  // GB/s, as the tables
+  const int gen = static_cast<int>(lib.generation);
+  const int size_index = nodes <= 2 ? nodes - 1 : 2;
+  const double ll_max = kNcclLlMaxBw[static_cast<std::size_t>(nodes == 1 ? gen : (lib.amd_host ? 1 : 0))]
+                                    [static_cast<std::size_t>(size_index)];
+  const int log_size = log2i(call.bytes / 64.0);
+  const double net_overhead_us = nodes > 1 ? (lib.amd_host ? 2.0 : 1.0) : 0.0;
+
+  LibraryChoice best;
+  best.time_s = std::numeric_limits<double>::infinity();
+  for (int a : {kTree, kRing}) {
+    if (a == kTree && (!all_reduce || algorithm == CollectiveAlgorithm::kRing)) continue;
+    if (a == kRing && algorithm == CollectiveAlgorithm::kTree && all_reduce) continue;
+    for (int p = 0; p < 3; ++p) {
+      if (p == 1 && !lib.ll128) continue;
+      const auto ai = static_cast<std::size_t>(a);
+      const auto pi = static_cast<std::size_t>(p);
+      // Bus bandwidth of this algorithm and protocol (GB/s).
+      double bw = bus;
+      if (rccl) {
+        bw *= kRcclBwRatio[nodes <= 2 ? 0 : 1][ai][pi];
+      } else {
+        if (a == kRing && p == 0) bw = std::min(ll_max, bw * ((nodes > 1 || all_reduce) ? 1.0 / 4.0 : 1.0 / 3.0));
+        if (a == kRing && p == 1) bw *= ppn < 2 ? 0.7 : 0.92;
+        if (a == kTree) bw *= 0.92;
+        if (a == kTree && p == 0) bw = std::min(bw / 3.8, ll_max);
+        if (a == kTree && p == 1) bw *= nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0;
+      }
+      // Size-dependent corrections of the bandwidth.
+      if (rccl) {
+        const auto li = static_cast<std::size_t>(std::min(log_size, 26));
+        if (a == kTree) bw *= kRcclTreeCorrection[pi][li];
+        if (a == kRing && nodes > 1) bw *= kRcclRingCorrection[pi][li];
+      } else if (a == kTree && log_size < 23) {
+        bw *= kNcclTreeCorrection[pi][static_cast<std::size_t>(log_size)];
+      }
+      if (bw <= 0.0) continue;
+      // Latency (us): the base, then hops inside a node and across the network.
+      double intra = t.hop_us[static_cast<std::size_t>(intra_hw)][ai][pi];
+      const double inter = t.hop_us[kNet][ai][pi];
+      double base_and_intra = t.base_us[ai][pi];
+      double net = 0.0;
+      if (a == kRing) {
+        intra = std::max(intra, p == 2 ? 3.0 * net_overhead_us : net_overhead_us);
+        base_and_intra += (steps - net_steps) * intra;
+        net = net_steps * inter;
+      } else {
+        base_and_intra += 2.0 * (ppn - 1) * intra;
+        net = 2.0 * log2i(nodes) * inter;
+      }
+      double lat_us = base_and_intra * lib.latency_scale + net * lib.net_latency_scale;
+      if (!rccl && a == kRing && p == 2 && nodes > 1 && all_reduce && call.bytes / (kAssumedChannels * n) >= 64.0) {
+        lat_us *= gen == 0 ? 1.9 : 1.4;  // NCCL: the "plateau effect of ring"
+      }
+      // Algorithm bandwidth: a ring moves nBytes x steps / ranks over each edge, a tree twice nBytes.
+      const double ratio = a == kRing ? static_cast<double>(n) / steps : 0.5;
+      const double time_s = lat_us * 1e-6 + call.bytes / (bw * ratio * 1e9);
+      if (time_s < best.time_s) {
+        best.algorithm = a == kRing ? CollectiveAlgorithm::kRing : CollectiveAlgorithm::kTree;
+        best.protocol = static_cast<Protocol>(p);
+        best.latency_s = lat_us * 1e-6;
+        best.bandwidth_factor = bw / bus;
+        best.time_s = time_s;
+      }
+    }
+  }
+  SHARDSIM_ASSERT(best.time_s < std::numeric_limits<double>::infinity(), "no protocol enabled");
+  return best;
+}
+
+}  // namespace shardsim::engine

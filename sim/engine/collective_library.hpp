@@ -1,0 +1,54 @@
+#pragma once
+// What NCCL / RCCL do for one collective call: the algorithm and protocol their tuning model picks, and the time
+// that model gives it. Both engines price `collective_algorithm: auto` with it, so a collective costs what the
+// library would make of it, not the fastest algorithm imaginable.
+//
+// The model follows the libraries' own source (the selection they ship, with its tables):
+//  - NCCL 2.18 (NVIDIA/nccl@v2.18.3-1: src/graph/tuning.cc, ncclTopoTuneModel and ncclTopoGetAlgoTime), the
+//    version PyTorch 2.1 ships: per algorithm (ring; tree for all-reduce) and protocol (LL, LL128, Simple) a
+//    latency  base + (steps - network steps) x intra-node hop + network steps x network hop, and a bandwidth
+//    busBw x protocol factor (LL: a quarter of it, capped by llMaxBw; LL128: 0.92; tree: 0.92 and half the
+//    algorithm bandwidth); a call takes the pair with the least  latency + bytes / bandwidth.
+//  - RCCL (ROCm/rccl@0cbce2a7: src/graph/tuning.cc, tuning model 0, the one a system without its own model gets):
+//    its own latency tables, bandwidth ratios per algorithm and protocol, and size-dependent correction factors.
+// busBw, the library's Simple-protocol bus bandwidth, is what the machine's network levels give a ring
+// (collective_cost.cpp): the library's channel search is not modelled, nor are NVLS / CollNet / PAT, nor the
+// per-channel caps that need the channel count.
+#include <string_view>
+
+#include "sim/core/cluster_spec.hpp"
+#include "sim/core/plan_spec.hpp"
+#include "sim/graph/task_graph.hpp"
+
+namespace shardsim::engine {
+
+enum class Protocol : std::uint8_t { kLL, kLL128, kSimple };
+std::string_view protocol_name(Protocol p);
+
+/** @brief A collective call as the library's tuning model sees it. */
+struct LibraryCall {
+  graph::CollectiveOp op = graph::CollectiveOp::kAllReduce;
+  int ranks = 1;
+  int nodes = 1;          ///< nodes the group spans (ranks / ranks per node)
+  double bytes = 0.0;     ///< NCCL's nBytes: the all-reduce buffer, the all-gather output, the reduce-scatter input
+  double bus_Bps = 0.0;   ///< Simple-protocol ring bus bandwidth the machine gives this group
+};
+
+/** @brief The library's choice for one call and what it costs. */
+struct LibraryChoice {
+  core::CollectiveAlgorithm algorithm = core::CollectiveAlgorithm::kRing;  ///< kRing or kTree
+  Protocol protocol = Protocol::kSimple;
+  double latency_s = 0.0;
+  /// the protocol's bandwidth over the Simple ring's bus bandwidth: the bandwidth term is the ring's bytes per
+  /// edge / (bus_Bps x bandwidth_factor) for rings, and bytes x 2 / (bus_Bps x bandwidth_factor) for trees
+  double bandwidth_factor = 1.0;
+  double time_s = 0.0;
+};
+
+/** @brief The algorithm and protocol `library` picks for `call` (only `algorithm` when it is kRing or kTree; a
+ *  tree is only an all-reduce's), and their time. Precondition: family is NCCL or RCCL; call.ranks >= 2;
+ *  call.op is an all-reduce, all-gather or reduce-scatter; bus_Bps > 0. */
+LibraryChoice choose_library_call(const core::CollectiveLibrarySpec& library, const LibraryCall& call,
+                                  core::CollectiveAlgorithm algorithm = core::CollectiveAlgorithm::kAuto);
+
+}  // namespace shardsim::engine
