@@ -86,7 +86,7 @@ core::ClusterSpec make_frontier() {
   // its network hop latencies are RCCL's own table, unscaled.
   c.library.family = Library::Family::kRccl;
   c.library.amd_host = true;
-  c.library.ll128 = false;
+  c.library.protocols = {true, false, true};
   c.library.source = "RCCL tuning model 0 (ROCm/rccl@0cbce2a7 src/graph/tuning.cc); LL128 off [guess]";
   return c;
 }

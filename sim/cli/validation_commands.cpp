@@ -15,6 +15,7 @@
 #include "topology/cluster_presets.hpp"
 #include "validate/calibration.hpp"
 #include "validate/device_fit.hpp"
+#include "validate/collective_checks.hpp"
 #include "validate/collective_runs.hpp"
 #include "validate/model_parameters.hpp"
 #include "validate/run_fit.hpp"
@@ -220,6 +221,11 @@ int cmd_validate(const std::vector<std::string>& args) {
     report::write_file_atomic(vm["write-bands"].as<std::string>(), validate::write_error_bands(validate::error_bands(report)));
   }
   std::cout << validate::render_validation(report, vm.count("rows") > 0);
+  // The collective library model against published collective benchmarks, with the whole suite.
+  if (!vm.count("sets") && (!vm.count("role") || vm["role"].as<std::string>() == "check")) {
+    const auto checks = validate::load_collective_checks(dir + "/collectives");
+    if (!checks.empty()) std::cout << "\n" << validate::render_collective_checks(checks, vm.count("rows") > 0);
+  }
   return kOk;
 }
 

@@ -82,7 +82,9 @@ struct CollectiveLibrarySpec {
   IntraLink intra = IntraLink::kNvlink;
   Generation generation = Generation::kAmpere;
   bool amd_host = false;  ///< x86 AMD host CPUs: NCCL's network overhead of 2 us per step instead of 1, and its LL row
-  bool ll128 = true;      ///< the LL128 protocol is enabled (NCCL: NVLink inside, NIC near the GPU; RCCL: per system)
+  /// protocols the library may use, LL / LL128 / Simple (NCCL_PROTO); LL128 needs NVLink inside and the NIC near
+  /// the GPU in NCCL, and a system model that enables it in RCCL
+  std::array<bool, 3> protocols{true, true, true};
   /// measured latency over the library's own table, on the base latency and the hops inside a node, and on the
   /// network hops (1: the table as the library's source has it)
   double latency_scale = 1.0;

@@ -131,7 +131,7 @@ LibraryChoice choose_library_call(const CollectiveLibrarySpec& lib, const Librar
     if (a == kTree && (!all_reduce || algorithm == CollectiveAlgorithm::kRing)) continue;
     if (a == kRing && algorithm == CollectiveAlgorithm::kTree && all_reduce) continue;
     for (int p = 0; p < 3; ++p) {
-      if (p == 1 && !lib.ll128) continue;
+      if (!lib.protocols[static_cast<std::size_t>(p)]) continue;
       const auto ai = static_cast<std::size_t>(a);
       const auto pi = static_cast<std::size_t>(p);
       // Bus bandwidth of this algorithm and protocol (GB/s).

@@ -15,6 +15,15 @@ namespace {
 using engine::kPhases;
 using engine::kPurposes;
 
+std::vector<std::string> protocol_list(const core::CollectiveLibrarySpec& l) {
+  std::vector<std::string> out;
+  const char* names[] = {"LL", "LL128", "Simple"};
+  for (std::size_t i = 0; i < l.protocols.size(); ++i) {
+    if (l.protocols[i]) out.emplace_back(names[i]);
+  }
+  return out;
+}
+
 std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / core::kGiB); }
 std::string sec(double s) { return core::format_seconds(core::Seconds(s)); }
 std::string pct(double part, double whole) { return whole > 0 ? fmt::format("{:5.1f}%", 100.0 * part / whole) : "    -"; }
@@ -260,7 +269,7 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
                    {{"library", core::library_name(c.library.family)},
                     {"latency_scale", c.library.latency_scale},
                     {"net_latency_scale", c.library.net_latency_scale},
-                    {"ll128", c.library.ll128},
+                    {"protocols", protocol_list(c.library)},
                     {"amd_host", c.library.amd_host},
                     {"source", c.library.source}}}};
   j["plan"] = {{"strategy", ev.strategy},

@@ -149,7 +149,7 @@ void apply_library(const ConfigNode& n, core::CollectiveLibrarySpec& l) {
     l.family = family(n);
     return;
   }
-  n.expect_map({"library", "latency_scale", "net_latency_scale", "host_cpu", "intra_link", "generation", "ll128"});
+  n.expect_map({"library", "latency_scale", "net_latency_scale", "host_cpu", "intra_link", "generation", "protocols"});
   if (auto v = n.find("library")) l.family = family(*v);
   auto scale = [](const ConfigNode& v) {
     const double x = v.as_double();
@@ -167,7 +167,15 @@ void apply_library(const ConfigNode& n, core::CollectiveLibrarySpec& l) {
     l.generation = g == "volta" ? Spec::Generation::kVolta : g == "ampere" ? Spec::Generation::kAmpere
                                                                            : Spec::Generation::kHopper;
   }
-  if (auto v = n.find("ll128")) l.ll128 = v->as_bool();
+  if (auto v = n.find("protocols")) {
+    const auto items = v->items();
+    if (items.empty()) v->fail("expected a list of protocols: LL, LL128, Simple");
+    l.protocols = {false, false, false};
+    for (const ConfigNode& it : items) {
+      const std::string p = it.as_choice({"LL", "LL128", "Simple"});
+      l.protocols[p == "LL" ? 0 : p == "LL128" ? 1 : 2] = true;
+    }
+  }
 }
 
 std::vector<core::NetworkLevel> parse_network(const ConfigNode& n) {

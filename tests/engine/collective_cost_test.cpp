@@ -200,7 +200,7 @@ TEST(CollectiveLibrary, NcclPicksTheProtocolBySize) {
   const auto big = choose_library_call(lib, call(graph::CollectiveOp::kAllGather, 8, 1, 1e10, 200.0));
   EXPECT_EQ(big.protocol, Protocol::kSimple);
   CollectiveLibrarySpec no128 = lib;
-  no128.ll128 = false;
+  no128.protocols[1] = false;
   for (double bytes = 1e3; bytes < 1e11; bytes *= 3.0) {
     const auto c = choose_library_call(no128, call(graph::CollectiveOp::kAllReduce, 64, 8, bytes, 100.0));
     EXPECT_NE(c.protocol, Protocol::kLL128);
@@ -250,7 +250,7 @@ TEST(CollectiveLibrary, LatencyGrowsWithRanksAndScalesApplyToTheirHops) {
 TEST(CollectiveLibrary, RcclFollowsItsOwnTables) {
   CollectiveLibrarySpec lib;
   lib.family = CollectiveLibrarySpec::Family::kRccl;
-  lib.ll128 = false;
+  lib.protocols[1] = false;
   lib.amd_host = true;
   const auto c = choose_library_call(lib, call(graph::CollectiveOp::kAllGather, 16, 2, 1e10, 100.0));
   EXPECT_EQ(c.protocol, Protocol::kSimple);

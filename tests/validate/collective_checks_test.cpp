@@ -1,0 +1,75 @@
+#include "validate/collective_checks.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "sim/core/errors.hpp"
+#include "sim/engine/collective_cost.hpp"
+#include "topology/cluster_presets.hpp"
+#include "topology/placement.hpp"
+
+namespace shardsim::validate {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string data_dir() { return (fs::path(SHARDSIM_SOURCE_DIR) / "validate" / "data" / "collectives").string(); }
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const fs::path p = fs::temp_directory_path() / name;
+  std::ofstream(p) << text;
+  return p.string();
+}
+
+TEST(CollectiveChecks, ShippedBenchmarksNameTheirMachineAndForcedSettings) {
+  const auto checks = load_collective_checks(data_dir());
+  ASSERT_EQ(checks.size(), 2u);
+  const auto& big = checks[0];  // name order: h100_128x8... first
+  EXPECT_EQ(big.cluster, "dgx-h100");
+  EXPECT_EQ(big.ranks, 1024);
+  EXPECT_EQ(big.algorithm, core::CollectiveAlgorithm::kRing);
+  EXPECT_TRUE(big.protocols_forced);
+  EXPECT_EQ(big.samples.size(), 5u);
+  EXPECT_NE(big.source.find("nccl-tests/issues/322"), std::string::npos);
+  // NCCL_PROTO=LL128 holds the model to LL128 at every size; the prediction is estimate_collective's.
+  const auto rows = predict_collective_check(big);
+  auto cluster = *topology::find_cluster_preset("dgx-h100");
+  cluster.nodes = 128;
+  cluster.library.protocols = {false, true, false};
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i].protocol, "LL128");
+    const auto e = engine::estimate_collective(cluster, topology::strided_group_shape(cluster, 1024, 1),
+                                               graph::CollectiveOp::kAllReduce, core::Bytes(rows[i].bytes),
+                                               core::CollectiveAlgorithm::kRing);
+    EXPECT_DOUBLE_EQ(rows[i].predicted_s, e.time.value());
+    EXPECT_DOUBLE_EQ(rows[i].measured_s, big.samples[i].seconds);
+  }
+  EXPECT_EQ(checks[1].samples.size(), 14u);
+  EXPECT_FALSE(checks[1].protocols_forced);
+}
+
+TEST(CollectiveChecks, ABenchmarkWithoutItsMachineIsRefusedWithFileAndLine) {
+  const std::string table = "     1048576        262144     float     sum      -1    156.9    6.68   12.53      0\n";
+  const auto none = write_temp("shardsim_check_none.txt", table);
+  try {
+    (void)load_collective_check(none);
+    FAIL() << "accepted a table without its machine";
+  } catch (const core::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("# shardsim: cluster=PRESET"), std::string::npos) << e.what();
+  }
+  const auto bad = write_temp("shardsim_check_bad.txt", "# x\n# shardsim: cluster=dgx-h100 ranks=16 proto=LL\n" + table);
+  try {
+    (void)load_collective_check(bad);
+    FAIL() << "accepted an unknown key";
+  } catch (const core::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find(":2:"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("proto"), std::string::npos) << e.what();
+  }
+  const auto preset = write_temp("shardsim_check_preset.txt", "# shardsim: cluster=dgx-h200 ranks=16\n" + table);
+  EXPECT_THROW((void)load_collective_check(preset), core::ConfigError);
+}
+
+}  // namespace
+}  // namespace shardsim::validate

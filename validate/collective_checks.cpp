@@ -1,0 +1,152 @@
+#include "validate/collective_checks.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+
+#include "sim/core/errors.hpp"
+#include "sim/engine/collective_cost.hpp"
+#include "sim/scenario/text_file.hpp"
+#include "topology/cluster_presets.hpp"
+#include "topology/placement.hpp"
+
+namespace shardsim::validate {
+namespace {
+
+constexpr std::string_view kTag = "# shardsim:";
+
+core::CollectiveAlgorithm algorithm_named(const std::string& v, const core::SourceLocation& at) {
+  for (auto a : {core::CollectiveAlgorithm::kAuto, core::CollectiveAlgorithm::kRing, core::CollectiveAlgorithm::kTree}) {
+    if (core::algorithm_name(a) == v) return a;
+  }
+  throw core::ConfigError(at, "algorithm", fmt::format("auto, ring or tree (got '{}')", v));
+}
+
+}  // namespace
+
+CollectiveCheck load_collective_check(const std::string& path) {
+  const std::string text = scenario::read_text_file(path, "collective benchmark");
+  CollectiveCheck c;
+  c.path = path;
+  std::istringstream in(text);
+  int line_no = 0;
+  int tag_line = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++line_no;
+    if (line.starts_with("# source:")) c.source = line.substr(9);
+    if (!line.starts_with(kTag)) continue;
+    tag_line = line_no;
+    std::istringstream words(line.substr(kTag.size()));
+    for (std::string w; words >> w;) {
+      const core::SourceLocation at{path, line_no, 1};
+      const auto eq = w.find('=');
+      if (eq == std::string::npos) throw core::ConfigError(at, "", fmt::format("KEY=VALUE pairs (got '{}')", w));
+      const std::string key = w.substr(0, eq), value = w.substr(eq + 1);
+      if (key == "cluster") {
+        if (!topology::find_cluster_preset(value)) {
+          throw core::ConfigError(at, key, fmt::format("a cluster preset (got '{}')", value));
+        }
+        c.cluster = value;
+      } else if (key == "op") {
+        c.op = parse_collective_op(value);
+      } else if (key == "ranks") {
+        c.ranks = std::atoi(value.c_str());
+        if (c.ranks < 2 || c.ranks > (1 << 24) || std::to_string(c.ranks) != value) {
+          throw core::ConfigError(at, key, fmt::format("a rank count from 2 to 2^24 (got '{}')", value));
+        }
+      } else if (key == "algorithm") {
+        c.algorithm = algorithm_named(value, at);
+      } else if (key == "protocols") {
+        c.protocols = {false, false, false};
+        c.protocols_forced = true;
+        std::istringstream list(value);
+        for (std::string p; std::getline(list, p, ',');) {
+          if (p == "LL") c.protocols[0] = true;
+          else if (p == "LL128") c.protocols[1] = true;
+          else if (p == "Simple") c.protocols[2] = true;
+          else throw core::ConfigError(at, key, fmt::format("LL, LL128 or Simple, comma-separated (got '{}')", p));
+        }
+      } else {
+        throw core::ConfigError(at, key, "one of cluster, op, ranks, algorithm, protocols");
+      }
+    }
+  }
+  if (tag_line == 0) {
+    throw core::ConfigError({path, 1, 1}, "", "a line '# shardsim: cluster=PRESET op=OP ranks=N' naming the machine");
+  }
+  if (c.cluster.empty() || c.ranks == 0) {
+    throw core::ConfigError({path, tag_line, 1}, "", "cluster= and ranks= on the '# shardsim:' line");
+  }
+  c.samples = load_collective_samples(path, c.op, c.ranks);
+  return c;
+}
+
+std::vector<CollectiveCheck> load_collective_checks(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> files;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return {};
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.is_regular_file() && e.path().extension() == ".txt") files.push_back(e.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  std::vector<CollectiveCheck> out;
+  for (const auto& f : files) out.push_back(load_collective_check(f));
+  return out;
+}
+
+std::vector<CollectiveCheckRow> predict_collective_check(const CollectiveCheck& c, core::ClusterSpec cluster) {
+  cluster.nodes = std::max(cluster.nodes, (c.ranks + cluster.devices_per_node - 1) / cluster.devices_per_node);
+  if (c.protocols_forced) cluster.library.protocols = c.protocols;
+  const graph::GroupShape shape = topology::strided_group_shape(cluster, c.ranks, 1);
+  std::vector<CollectiveCheckRow> rows;
+  for (const auto& s : c.samples) {
+    const auto e = engine::estimate_collective(cluster, shape, c.op, core::Bytes(s.bytes), c.algorithm);
+    CollectiveCheckRow r;
+    r.bytes = s.bytes;
+    r.measured_s = s.seconds;
+    r.predicted_s = e.time.value();
+    r.algorithm = std::string(core::algorithm_name(e.algorithm));
+    r.protocol = e.protocol ? std::string(engine::protocol_name(*e.protocol)) : "-";
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+std::vector<CollectiveCheckRow> predict_collective_check(const CollectiveCheck& c) {
+  return predict_collective_check(c, *topology::find_cluster_preset(c.cluster));
+}
+
+std::string render_collective_checks(const std::vector<CollectiveCheck>& checks, bool rows) {
+  std::string o = "collective benchmarks (check): published nccl-tests runs against the collective library model\n";
+  o += fmt::format("  {:<38} {:<10} {:>6} {:>5}  {:>9}  {:>9}  {:>8}\n", "file", "cluster", "ranks", "rows", "mean|err|",
+                   "max|err|", "bias");
+  std::string detail;
+  for (const auto& c : checks) {
+    const auto r = predict_collective_check(c);
+    double sum = 0.0, worst = 0.0, bias = 0.0;
+    for (const auto& x : r) {
+      sum += std::abs(x.error());
+      worst = std::max(worst, std::abs(x.error()));
+      bias += x.error();
+    }
+    const double n = std::max<double>(1.0, static_cast<double>(r.size()));
+    const std::string name = std::filesystem::path(c.path).filename().string();
+    o += fmt::format("  {:<38} {:<10} {:>6} {:>5}  {:>8.1f}%  {:>8.1f}%  {:>+7.1f}%\n", name, c.cluster, c.ranks, r.size(),
+                     100.0 * sum / n, 100.0 * worst, 100.0 * bias / n);
+    if (!rows) continue;
+    detail += fmt::format("\n{} ({} ranks on {};{})\n", name, c.ranks, c.cluster, c.source);
+    detail += fmt::format("  {:>12}  {:>12}  {:>12}  {:>8}  {:>5}  {:>7}\n", "size (B)", "measured us", "predicted us",
+                          "error", "algo", "proto");
+    for (const auto& x : r) {
+      detail += fmt::format("  {:>12.0f}  {:>12.1f}  {:>12.1f}  {:>+7.1f}%  {:>5}  {:>7}\n", x.bytes, x.measured_s * 1e6,
+                            x.predicted_s * 1e6, 100.0 * x.error(), x.algorithm, x.protocol);
+    }
+  }
+  return o + detail;
+}
+
+}  // namespace shardsim::validate

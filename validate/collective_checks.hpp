@@ -1,0 +1,51 @@
+#pragma once
+// Published collective benchmarks held against the collective library model (validate/data/collectives/):
+// nccl-tests output whose line `# shardsim: cluster=PRESET op=OP ranks=N [algorithm=A] [protocols=P,...]` names
+// the machine and what the run forced (NCCL_ALGO, NCCL_PROTO). Each row is predicted with
+// engine::estimate_collective on that preset, the group laid on consecutive ranks from rank 0.
+#include <array>
+#include <string>
+#include <vector>
+
+#include "sim/core/cluster_spec.hpp"
+#include "sim/core/plan_spec.hpp"
+#include "validate/collective_runs.hpp"
+
+namespace shardsim::validate {
+
+struct CollectiveCheck {
+  std::string path;
+  std::string cluster;  ///< preset name
+  graph::CollectiveOp op = graph::CollectiveOp::kAllReduce;
+  int ranks = 0;
+  core::CollectiveAlgorithm algorithm = core::CollectiveAlgorithm::kAuto;
+  std::array<bool, 3> protocols{true, true, true};  ///< as NCCL_PROTO left them (all: not forced)
+  bool protocols_forced = false;
+  std::string source;  ///< the "# source:" line
+  std::vector<CollectiveSample> samples;
+};
+
+struct CollectiveCheckRow {
+  double bytes = 0.0;
+  double measured_s = 0.0;
+  double predicted_s = 0.0;
+  std::string algorithm;  ///< what the model ran ("ring", "tree")
+  std::string protocol;   ///< "LL", "LL128", "Simple", or "-" (alpha-beta)
+  [[nodiscard]] double error() const { return (predicted_s - measured_s) / measured_s; }
+};
+
+/** @brief Reads one benchmark file. Throws core::ConfigError (file:line) for a missing or bad `# shardsim:` line,
+ *  an unknown preset or a table nccl-tests would not print. */
+CollectiveCheck load_collective_check(const std::string& path);
+/** @brief Every *.txt of `dir` in name order; none when `dir` does not exist. */
+std::vector<CollectiveCheck> load_collective_checks(const std::string& dir);
+/** @brief The model's prediction of every row of `c`. */
+std::vector<CollectiveCheckRow> predict_collective_check(const CollectiveCheck& c);
+/** @brief As predict_collective_check, on `cluster` (a scenario's machine, a calibration applied). */
+std::vector<CollectiveCheckRow> predict_collective_check(const CollectiveCheck& c, core::ClusterSpec cluster);
+
+/** @brief Per file: rows, mean and max |error|, bias; with `rows` every row (size, measured, predicted, error, what
+ *  the model ran). Fixed precision: the same inputs print the same bytes. */
+std::string render_collective_checks(const std::vector<CollectiveCheck>& checks, bool rows);
+
+}  // namespace shardsim::validate
