@@ -107,6 +107,32 @@ TEST(SimGridEngine, SharedNicHalvesTheFabricBandwidthOfARing) {
   EXPECT_NEAR(ts / ta, 1.0, 0.01);
 }
 
+// Both engines price a collective as the cluster's library runs it: the same algorithm, protocol and latency
+// (NCCL's LL for a small all-gather, LL128 / Simple for large ones) on a topology without shared links.
+TEST(SimGridEngine, RunsTheLibrarysChoiceAsTheAnalyticalEngineDoes) {
+  if (!engine::simgrid_available()) GTEST_SKIP() << "built without SimGrid";
+  core::ClusterSpec c = small("dgx-h100", 4, 3).cluster;
+  ASSERT_EQ(c.library.family, core::CollectiveLibrarySpec::Family::kNccl);
+  for (double bytes : {64e3, 64e6, 4e9}) {
+    graph::TaskGraph g;
+    const auto role = g.add_role("rank");
+    graph::GroupShape shape;
+    shape.size = 32;
+    shape.levels = 2;
+    shape.ranks_within = {8, 32};
+    const auto grp = g.add_group({"dp", shape});
+    g.add_collective(role, graph::Stream::kParamGather, graph::CollectiveOp::kAllGather,
+                     graph::Purpose::kParamGatherFwd, grp, core::Bytes(bytes), 0, 0);
+    engine::SimGridOptions opts;
+    opts.topology = topology::TopologyKind::kIdeal;
+    engine::SimGridEngine sim(c, core::CollectiveAlgorithm::kAuto, opts);
+    engine::AnalyticalEngine ana(c, core::CollectiveAlgorithm::kAuto);
+    const double ts = sim.run(g).iteration_time.value();
+    const double ta = ana.run(g).iteration_time.value();
+    EXPECT_NEAR(ts / ta, 1.0, 0.01) << bytes << " B: simgrid " << ts << " s, analytical " << ta << " s";
+  }
+}
+
 TEST(SimGridEngine, Deterministic) {
   if (!engine::simgrid_available()) GTEST_SKIP() << "built without SimGrid";
   const auto s = small("frontier", 2, 3);
