@@ -499,3 +499,31 @@ TEST(ClusterPresetIdentity, SurvivesRenamingNotRedefinition) {
 
 }  // namespace
 }  // namespace shardsim::scenario
+
+namespace shardsim::scenario {
+namespace {
+
+// cluster.collective_library changes the preset's library; every key is checked.
+TEST(Scenario, CollectiveLibraryKeysChangeThePresetsLibrary) {
+  const auto s = parse_scenarios(
+      replace(kGood, "  nodes: 2", "  nodes: 2\n  collective_library: {latency_scale: 3, host_cpu: amd, protocols: [LL, Simple]}"),
+      "s.yaml")[0];
+  EXPECT_EQ(s.cluster.library.family, core::CollectiveLibrarySpec::Family::kNccl);  // the preset's
+  EXPECT_DOUBLE_EQ(s.cluster.library.latency_scale, 3.0);
+  EXPECT_TRUE(s.cluster.library.amd_host);
+  EXPECT_EQ(s.cluster.library.protocols, (std::array<bool, 3>{true, false, true}));
+  EXPECT_EQ(s.cluster.library.generation, core::CollectiveLibrarySpec::Generation::kHopper);
+  const auto ab = parse_scenarios(replace(kGood, "  nodes: 2", "  nodes: 2\n  collective_library: alpha-beta"), "s.yaml")[0];
+  EXPECT_EQ(ab.cluster.library.family, core::CollectiveLibrarySpec::Family::kAlphaBeta);
+  expect_error(replace(kGood, "  nodes: 2", "  nodes: 2\n  collective_library: mpich"),
+               {6, 23, "cluster.collective_library", "nccl"});
+  expect_error(replace(kGood, "  nodes: 2", "  nodes: 2\n  collective_library: {latency_scale: 50}"),
+               {6, 39, "cluster.collective_library.latency_scale", "0.25 to 10"});
+  expect_error(replace(kGood, "  nodes: 2", "  nodes: 2\n  collective_library: {protocols: [LL129]}"),
+               {6, 36, "cluster.collective_library.protocols[0]", "LL128"});
+  expect_error(replace(kGood, "  nodes: 2", "  nodes: 2\n  collective_library: {protocol: [LL]}"),
+               {6, 24, "cluster.collective_library.protocol", "did you mean 'protocols'"});
+}
+
+}  // namespace
+}  // namespace shardsim::scenario
