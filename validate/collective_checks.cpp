@@ -19,8 +19,10 @@ namespace {
 constexpr std::string_view kTag = "# shardsim:";
 
 core::CollectiveAlgorithm algorithm_named(const std::string& v, const core::SourceLocation& at) {
-  for (auto a : {core::CollectiveAlgorithm::kAuto, core::CollectiveAlgorithm::kRing, core::CollectiveAlgorithm::kTree}) {
-    if (core::algorithm_name(a) == v) return a;
+  const auto a = core::parse_algorithm(v);
+  if (a && (*a == core::CollectiveAlgorithm::kAuto || *a == core::CollectiveAlgorithm::kRing ||
+            *a == core::CollectiveAlgorithm::kTree)) {
+    return *a;
   }
   throw core::ConfigError(at, "algorithm", fmt::format("auto, ring or tree (got '{}')", v));
 }

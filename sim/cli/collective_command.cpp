@@ -13,10 +13,7 @@ namespace shardsim::cli {
 namespace {
 
 core::CollectiveAlgorithm algorithm_of(const std::string& name) {
-  for (auto a : {core::CollectiveAlgorithm::kAuto, core::CollectiveAlgorithm::kRing, core::CollectiveAlgorithm::kTree,
-                 core::CollectiveAlgorithm::kHierarchical, core::CollectiveAlgorithm::kBest}) {
-    if (core::algorithm_name(a) == name) return a;
-  }
+  if (const auto a = core::parse_algorithm(name)) return *a;
   throw UsageError(fmt::format("unknown --algorithm '{}'; expected auto, ring, tree, hierarchical or best", name));
 }
 

@@ -31,6 +31,14 @@ std::string_view algorithm_name(CollectiveAlgorithm a) {
   return "?";
 }
 
+std::optional<CollectiveAlgorithm> parse_algorithm(std::string_view name) {
+  for (auto a : {CollectiveAlgorithm::kAuto, CollectiveAlgorithm::kRing, CollectiveAlgorithm::kTree,
+                 CollectiveAlgorithm::kHierarchical, CollectiveAlgorithm::kBest}) {
+    if (algorithm_name(a) == name) return a;
+  }
+  return std::nullopt;
+}
+
 namespace {
 PartitionSpec zero_partition(int stage, int n) {
   PartitionSpec z;

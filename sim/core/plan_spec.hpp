@@ -2,6 +2,7 @@
 // PlanSpec: how a job is laid out and scheduled: parallel degrees, batch, activation recomputation, the ZeRO
 // stage and its bucket sizes, overlap, and the collective algorithm. Defaults follow DeepSpeed and PyTorch
 // (bucket sizes converted from elements to bytes at 2 bytes per element).
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -11,12 +12,16 @@
 namespace shardsim::core {
 
 enum class Recompute { kNone, kSelective, kFull };
-/// kAuto: what NCCL / RCCL would run (rings for all-gather and reduce-scatter; ring or tree for all-reduce,
-/// whichever its cost is lower). kBest: the fastest algorithm shardsim knows, hierarchical included (a what-if).
+/// kAuto: what the cluster's collective library would run (engine/collective_library.hpp: NCCL's or RCCL's tuning
+/// model picks ring or tree and the protocol; alpha-beta: the cheaper of ring and tree). kRing / kTree force the
+/// algorithm (NCCL_ALGO), the library still picks the protocol. kBest: the fastest algorithm shardsim knows at the
+/// links' own latencies, hierarchical included (a what-if).
 enum class CollectiveAlgorithm { kAuto, kRing, kTree, kHierarchical, kBest };
 
 std::string_view recompute_name(Recompute r);
 std::string_view algorithm_name(CollectiveAlgorithm a);
+/** @brief The algorithm algorithm_name() spells `name`, or nullopt. */
+std::optional<CollectiveAlgorithm> parse_algorithm(std::string_view name);
 
 /** @brief Where each model state lives across the data-parallel ranks (AMSP's unified space, arXiv 2311.00257):
  *  shard factors are sizes of groups of consecutive data-parallel ranks (1 = replicated, dp = fully sharded).

@@ -481,12 +481,7 @@ core::PlanSpec parse_plan(const ConfigNode& n, PlanDeferred& later) {
   if (auto v = n.find("overlap_comm")) p.overlap_comm = v->as_bool();
   if (auto v = n.find("flash_attention")) p.flash_attention = v->as_bool();
   if (auto v = n.find("collective_algorithm")) {
-    const std::string a = v->as_choice({"auto", "ring", "tree", "hierarchical", "best"});
-    p.algorithm = a == "auto"   ? core::CollectiveAlgorithm::kAuto
-                  : a == "best" ? core::CollectiveAlgorithm::kBest
-                  : a == "ring" ? core::CollectiveAlgorithm::kRing
-                  : a == "tree" ? core::CollectiveAlgorithm::kTree
-                                : core::CollectiveAlgorithm::kHierarchical;
+    p.algorithm = *core::parse_algorithm(v->as_choice({"auto", "ring", "tree", "hierarchical", "best"}));
   }
   if (auto v = n.find("workspace")) p.workspace = v->as_bytes(true);
   if (auto part = n.find("partition")) {
