@@ -84,52 +84,48 @@ TEST(SimGridEngine, ContentionOnRealTopologiesOnlySlowsDown) {
   }
 }
 
+// One all-gather of `bytes` over a group of `shape` on `c`: SimGrid's time over the analytical engine's.
+double one_all_gather_ratio(const core::ClusterSpec& c, const graph::GroupShape& shape, double bytes,
+                            topology::TopologyKind kind, core::CollectiveAlgorithm algorithm) {
+  graph::TaskGraph g;
+  const auto role = g.add_role("rank");
+  const auto grp = g.add_group({"dp", shape});
+  g.add_collective(role, graph::Stream::kParamGather, graph::CollectiveOp::kAllGather, graph::Purpose::kParamGatherFwd,
+                   grp, core::Bytes(bytes), 0, 0);
+  engine::SimGridOptions opts;
+  opts.topology = kind;
+  engine::SimGridEngine sim(c, algorithm, opts);
+  engine::AnalyticalEngine ana(c, algorithm);
+  return sim.run(g).iteration_time.value() / ana.run(g).iteration_time.value();
+}
+
 TEST(SimGridEngine, SharedNicHalvesTheFabricBandwidthOfARing) {
   if (!engine::simgrid_available()) GTEST_SKIP() << "built without SimGrid";
   // One ring all-gather over 2 Frontier nodes: the fabric crossing is spread over the 8 GCDs of a node, two
   // per 25 GB/s NIC, so each moves its share at 12.5 GB/s: the analytical per-rank figure.
-  core::ClusterSpec c = small("frontier", 2, 3).cluster;
-  graph::TaskGraph g;
-  const auto role = g.add_role("rank");
   graph::GroupShape shape;
   shape.size = 16;
   shape.levels = 3;
   shape.ranks_within = {2, 8, 16};
-  const auto grp = g.add_group({"dp", shape});
-  g.add_collective(role, graph::Stream::kParamGather, graph::CollectiveOp::kAllGather, graph::Purpose::kParamGatherFwd,
-                   grp, core::Bytes(16e9), 0, 0);
-  engine::SimGridOptions opts;
-  opts.topology = topology::TopologyKind::kLevels;
-  engine::SimGridEngine sim(c, core::CollectiveAlgorithm::kRing, opts);
-  engine::AnalyticalEngine ana(c, core::CollectiveAlgorithm::kRing);
-  const double ts = sim.run(g).iteration_time.value();
-  const double ta = ana.run(g).iteration_time.value();
-  EXPECT_NEAR(ts / ta, 1.0, 0.01);
+  EXPECT_NEAR(one_all_gather_ratio(small("frontier", 2, 3).cluster, shape, 16e9, topology::TopologyKind::kLevels,
+                                   core::CollectiveAlgorithm::kRing),
+              1.0, 0.01);
 }
 
 // Both engines price a collective as the cluster's library runs it: the same algorithm, protocol and latency
 // (NCCL's LL for a small all-gather, LL128 / Simple for large ones) on a topology without shared links.
 TEST(SimGridEngine, RunsTheLibrarysChoiceAsTheAnalyticalEngineDoes) {
   if (!engine::simgrid_available()) GTEST_SKIP() << "built without SimGrid";
-  core::ClusterSpec c = small("dgx-h100", 4, 3).cluster;
+  const core::ClusterSpec c = small("dgx-h100", 4, 3).cluster;
   ASSERT_EQ(c.library.family, core::CollectiveLibrarySpec::Family::kNccl);
+  graph::GroupShape shape;
+  shape.size = 32;
+  shape.levels = 2;
+  shape.ranks_within = {8, 32};
   for (double bytes : {64e3, 64e6, 4e9}) {
-    graph::TaskGraph g;
-    const auto role = g.add_role("rank");
-    graph::GroupShape shape;
-    shape.size = 32;
-    shape.levels = 2;
-    shape.ranks_within = {8, 32};
-    const auto grp = g.add_group({"dp", shape});
-    g.add_collective(role, graph::Stream::kParamGather, graph::CollectiveOp::kAllGather,
-                     graph::Purpose::kParamGatherFwd, grp, core::Bytes(bytes), 0, 0);
-    engine::SimGridOptions opts;
-    opts.topology = topology::TopologyKind::kIdeal;
-    engine::SimGridEngine sim(c, core::CollectiveAlgorithm::kAuto, opts);
-    engine::AnalyticalEngine ana(c, core::CollectiveAlgorithm::kAuto);
-    const double ts = sim.run(g).iteration_time.value();
-    const double ta = ana.run(g).iteration_time.value();
-    EXPECT_NEAR(ts / ta, 1.0, 0.01) << bytes << " B: simgrid " << ts << " s, analytical " << ta << " s";
+    EXPECT_NEAR(one_all_gather_ratio(c, shape, bytes, topology::TopologyKind::kIdeal, core::CollectiveAlgorithm::kAuto),
+                1.0, 0.01)
+        << bytes << " B";
   }
 }
 
