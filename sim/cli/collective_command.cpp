@@ -25,17 +25,6 @@ core::Bytes size_of(const std::string& option, const std::string& text) {
   }
 }
 
-// nccl-tests' bus bandwidth: the algorithm bandwidth times what a ring moves per byte of the buffer.
-double bus_factor(graph::CollectiveOp op, int n) {
-  switch (op) {
-    case graph::CollectiveOp::kAllReduce: return 2.0 * (n - 1.0) / n;
-    case graph::CollectiveOp::kAllGather:
-    case graph::CollectiveOp::kReduceScatter:
-    case graph::CollectiveOp::kAllToAll: return (n - 1.0) / n;
-    default: return 1.0;
-  }
-}
-
 }  // namespace
 
 int cmd_collective(const std::vector<std::string>& args) {
@@ -91,7 +80,7 @@ int cmd_collective(const std::vector<std::string>& args) {
     const double t = e.time.value();
     const double algbw = t > 0.0 ? size / t / 1e9 : 0.0;
     std::cout << fmt::format("{:>12.0f}  {:>11.2f}  {:>10.2f}  {:>10.2f}  {:>12}  {:>8}  {:>10.2f}\n", size, t * 1e6,
-                             algbw, algbw * bus_factor(op, ranks), core::algorithm_name(e.algorithm),
+                             algbw, algbw * engine::ring_edge_factor(op, ranks), core::algorithm_name(e.algorithm),
                              e.protocol ? engine::protocol_name(*e.protocol) : "-", e.latency_s * 1e6);
   }
   return kOk;

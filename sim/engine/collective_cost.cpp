@@ -195,9 +195,8 @@ CollectiveEstimate estimate_collective(const core::ClusterSpec& cluster, const G
   }
   if (op == CollectiveOp::kAllToAll) return all_to_all(v, m);
 
-  const double nn = n;
   const bool all_reduce = op == CollectiveOp::kAllReduce;
-  const double per_edge = all_reduce ? 2.0 * (nn - 1.0) / nn * m : (nn - 1.0) / nn * m;
+  const double per_edge = ring_edge_factor(op, n) * m;
   const int steps = all_reduce ? 2 * (n - 1) : n - 1;
 
   const bool tuned = cluster.library.family != core::CollectiveLibrarySpec::Family::kAlphaBeta &&
@@ -228,6 +227,18 @@ CollectiveEstimate estimate_collective(const core::ClusterSpec& cluster, const G
     }
   }
   SHARDSIM_ASSERT(false, "unknown collective algorithm");
+}
+
+double ring_edge_factor(CollectiveOp op, int n) {
+  switch (op) {
+    case CollectiveOp::kAllReduce: return 2.0 * (n - 1.0) / n;
+    case CollectiveOp::kAllGather:
+    case CollectiveOp::kReduceScatter:
+    case CollectiveOp::kAllToAll: return (n - 1.0) / n;
+    case CollectiveOp::kSendRecv:
+    case CollectiveOp::kCount: break;
+  }
+  return 1.0;
 }
 
 CodecVolume codec_volume(CollectiveOp op, int n, double m) {

@@ -46,6 +46,11 @@ CollectiveEstimate estimate_collective(const core::ClusterSpec& cluster, const g
                                        graph::CollectiveOp op, core::Bytes payload,
                                        core::CollectiveAlgorithm requested);
 
+/** @brief Bytes a rank sends over each ring edge per byte of payload: 2(n-1)/n for all-reduce, (n-1)/n for
+ *  all-gather, reduce-scatter and all-to-all, 1 for send-recv (nccl-tests' bus bandwidth over its algorithm
+ *  bandwidth). */
+double ring_edge_factor(graph::CollectiveOp op, int n);
+
 /** @brief Uncompressed bytes a rank pushes through the compressor and the decompressor when `op` runs over
  *  `n` ranks compressed (MVAPICH compresses every message: ring reductions compress and decompress at every
  *  step, gathers compress a rank's own piece once and decompress what arrives). */

@@ -85,11 +85,6 @@ int log2i(double n) {
   return l;
 }
 
-struct Candidate {
-  int algo = kRing;
-  int proto = 2;
-};
-
 }  // namespace
 
 std::string_view protocol_name(Protocol p) {

@@ -265,7 +265,7 @@ class Planner {
     // Ring, or a tree (all-reduce only) carried over the same channels at the tree's bandwidth and latency; the
     // flows carry what the protocol's bandwidth makes of the bytes (LL and LL128 move less per second).
     const bool tree = all_reduce && est.algorithm == core::CollectiveAlgorithm::kTree;
-    const double per_edge = all_reduce ? 2.0 * (nn - 1.0) / nn * wire : (nn - 1.0) / nn * wire;
+    const double per_edge = ring_edge_factor(t.op, n) * wire;
     const double steps = tree ? 2.0 * std::ceil(std::log2(nn)) : (all_reduce ? 2.0 * (nn - 1.0) : nn - 1.0);
     Phase ph;
     for (int l = 0; l <= geo.top; ++l) {
