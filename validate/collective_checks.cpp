@@ -66,10 +66,9 @@ CollectiveCheck load_collective_check(const std::string& path) {
         c.protocols_forced = true;
         std::istringstream list(value);
         for (std::string p; std::getline(list, p, ',');) {
-          if (p == "LL") c.protocols[0] = true;
-          else if (p == "LL128") c.protocols[1] = true;
-          else if (p == "Simple") c.protocols[2] = true;
-          else throw core::ConfigError(at, key, fmt::format("LL, LL128 or Simple, comma-separated (got '{}')", p));
+          const auto i = core::parse_protocol(p);
+          if (!i) throw core::ConfigError(at, key, fmt::format("LL, LL128 or Simple, comma-separated (got '{}')", p));
+          c.protocols[*i] = true;
         }
       } else {
         throw core::ConfigError(at, key, "one of cluster, op, ranks, algorithm, protocols");

@@ -47,6 +47,8 @@ struct Kind {
 };
 
 std::string library_source(const Scenario& s, const std::string&) { return s.cluster.library.source; }
+constexpr double kMinScale = core::CollectiveLibrarySpec::kMinLatencyScale;
+constexpr double kMaxScale = core::CollectiveLibrarySpec::kMaxLatencyScale;
 
 const std::array<Kind, 13>& kinds() {
   static const std::array<Kind, 13> kKinds = {{
@@ -87,11 +89,11 @@ const std::array<Kind, 13>& kinds() {
        [](const Scenario& s, const std::string& l) { return level_named(s.cluster, l).latency.value(); },
        [](Scenario& s, const std::string& l, double v) { level_named(s.cluster, l).latency = core::Seconds(v); }},
       // The collective library's measured latencies over its own tuning table: launches, proxy threads and
-      // synchronisation that the table leaves out (A100 NVSwitch nodes: ~3x, validate/data/vtrain/allreduce).
-      {"collectives.latency_scale", "x", true, false, 0.25, 10.0, library_source,
+      // synchronisation that the table leaves out (A100 NVSwitch nodes: ~2x, validate/data/vtrain/allreduce).
+      {"collectives.latency_scale", "x", true, false, kMinScale, kMaxScale, library_source,
        [](const Scenario& s, const std::string&) { return s.cluster.library.latency_scale; },
        [](Scenario& s, const std::string&, double v) { s.cluster.library.latency_scale = v; }},
-      {"collectives.net_latency_scale", "x", true, false, 0.25, 10.0, library_source,
+      {"collectives.net_latency_scale", "x", true, false, kMinScale, kMaxScale, library_source,
        [](const Scenario& s, const std::string&) { return s.cluster.library.net_latency_scale; },
        [](Scenario& s, const std::string&, double v) { s.cluster.library.net_latency_scale = v; }},
       {"device.runtime_reserved", "B", false, false, 0.0, 4.0 * core::kGiB,

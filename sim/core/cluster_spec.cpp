@@ -1,6 +1,7 @@
 #include "sim/core/cluster_spec.hpp"
 
 #include <algorithm>
+#include <array>
 
 #include "sim/core/errors.hpp"
 
@@ -29,6 +30,27 @@ std::string_view library_name(CollectiveLibrarySpec::Family f) {
     case CollectiveLibrarySpec::Family::kAlphaBeta: return "alpha-beta";
   }
   return "?";
+}
+
+std::optional<CollectiveLibrarySpec::Family> parse_library(std::string_view name) {
+  using F = CollectiveLibrarySpec::Family;
+  for (F f : {F::kNccl, F::kRccl, F::kAlphaBeta}) {
+    if (library_name(f) == name) return f;
+  }
+  return std::nullopt;
+}
+
+namespace {
+constexpr std::array<std::string_view, 3> kProtocolNames = {"LL", "LL128", "Simple"};
+}
+
+std::string_view protocol_name(std::size_t i) { return i < kProtocolNames.size() ? kProtocolNames[i] : "?"; }
+
+std::optional<std::size_t> parse_protocol(std::string_view name) {
+  for (std::size_t i = 0; i < kProtocolNames.size(); ++i) {
+    if (kProtocolNames[i] == name) return i;
+  }
+  return std::nullopt;
 }
 
 }  // namespace shardsim::core

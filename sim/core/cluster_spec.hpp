@@ -4,9 +4,9 @@
 // domain size (ranks inside one domain of that level), the bandwidth of one link/port at that level, how
 // many ranks share that port, and a latency. Link-by-link topologies are built in topology/ (link_topology.hpp).
 #include <array>
+#include <cstdint>
 #include <memory>
 #include <optional>
-#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -89,10 +89,19 @@ struct CollectiveLibrarySpec {
   /// network hops (1: the table as the library's source has it)
   double latency_scale = 1.0;
   double net_latency_scale = 1.0;
+  /// the range a latency scale may take (a scenario's, a calibration's)
+  static constexpr double kMinLatencyScale = 0.25;
+  static constexpr double kMaxLatencyScale = 10.0;
   std::string source;  ///< the library version followed, and where the scales come from
 };
 
 std::string_view library_name(CollectiveLibrarySpec::Family f);
+/** @brief The family library_name() spells `name` ("nccl", "rccl", "alpha-beta"), or nullopt. */
+std::optional<CollectiveLibrarySpec::Family> parse_library(std::string_view name);
+/** @brief "LL", "LL128", "Simple": the protocol at index `i` of CollectiveLibrarySpec::protocols. */
+std::string_view protocol_name(std::size_t i);
+/** @brief The index protocol_name() spells `name`, or nullopt. */
+std::optional<std::size_t> parse_protocol(std::string_view name);
 
 struct ClusterSpec {
   std::string name;

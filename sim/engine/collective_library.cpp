@@ -87,14 +87,7 @@ int log2i(double n) {
 
 }  // namespace
 
-std::string_view protocol_name(Protocol p) {
-  switch (p) {
-    case Protocol::kLL: return "LL";
-    case Protocol::kLL128: return "LL128";
-    case Protocol::kSimple: return "Simple";
-  }
-  return "?";
-}
+std::string_view protocol_name(Protocol p) { return core::protocol_name(static_cast<std::size_t>(p)); }
 
 LibraryChoice choose_library_call(const CollectiveLibrarySpec& lib, const LibraryCall& call,
                                   CollectiveAlgorithm algorithm) {

@@ -22,6 +22,7 @@
 
 namespace shardsim::engine {
 
+/// in the order of CollectiveLibrarySpec::protocols
 enum class Protocol : std::uint8_t { kLL, kLL128, kSimple };
 std::string_view protocol_name(Protocol p);
 

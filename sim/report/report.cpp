@@ -17,9 +17,8 @@ using engine::kPurposes;
 
 std::vector<std::string> protocol_list(const core::CollectiveLibrarySpec& l) {
   std::vector<std::string> out;
-  const char* names[] = {"LL", "LL128", "Simple"};
   for (std::size_t i = 0; i < l.protocols.size(); ++i) {
-    if (l.protocols[i]) out.emplace_back(names[i]);
+    if (l.protocols[i]) out.emplace_back(core::protocol_name(i));
   }
   return out;
 }

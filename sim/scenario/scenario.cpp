@@ -140,10 +140,7 @@ void apply_host(const ConfigNode& n, core::HostSpec& h) {
 // NCCL for a user's machine).
 void apply_library(const ConfigNode& n, core::CollectiveLibrarySpec& l) {
   using Spec = core::CollectiveLibrarySpec;
-  auto family = [](const ConfigNode& v) {
-    const std::string f = v.as_choice({"nccl", "rccl", "alpha-beta"});
-    return f == "nccl" ? Spec::Family::kNccl : f == "rccl" ? Spec::Family::kRccl : Spec::Family::kAlphaBeta;
-  };
+  auto family = [](const ConfigNode& v) { return *core::parse_library(v.as_choice({"nccl", "rccl", "alpha-beta"})); };
   l.source = n.file();
   if (n.is_scalar()) {
     l.family = family(n);
@@ -153,7 +150,10 @@ void apply_library(const ConfigNode& n, core::CollectiveLibrarySpec& l) {
   if (auto v = n.find("library")) l.family = family(*v);
   auto scale = [](const ConfigNode& v) {
     const double x = v.as_double();
-    if (!(x >= 0.25 && x <= 10.0)) v.fail("expected a factor from 0.25 to 10 over the library's latency table");
+    if (!(x >= Spec::kMinLatencyScale && x <= Spec::kMaxLatencyScale)) {
+      v.fail(fmt::format("expected a factor from {} to {} over the library's latency table", Spec::kMinLatencyScale,
+                         Spec::kMaxLatencyScale));
+    }
     return x;
   };
   if (auto v = n.find("latency_scale")) l.latency_scale = scale(*v);
@@ -172,8 +172,7 @@ void apply_library(const ConfigNode& n, core::CollectiveLibrarySpec& l) {
     if (items.empty()) v->fail("expected a list of protocols: LL, LL128, Simple");
     l.protocols = {false, false, false};
     for (const ConfigNode& it : items) {
-      const std::string p = it.as_choice({"LL", "LL128", "Simple"});
-      l.protocols[p == "LL" ? 0 : p == "LL128" ? 1 : 2] = true;
+      l.protocols[*core::parse_protocol(it.as_choice({"LL", "LL128", "Simple"}))] = true;
     }
   }
 }
