@@ -100,7 +100,7 @@ std::vector<CollectiveCheck> load_collective_checks(const std::string& dir) {
 }
 
 std::vector<CollectiveCheckRow> predict_collective_check(const CollectiveCheck& c, core::ClusterSpec cluster) {
-  cluster.nodes = std::max(cluster.nodes, (c.ranks + cluster.devices_per_node - 1) / cluster.devices_per_node);
+  cluster.nodes = std::max<int>(cluster.nodes, static_cast<int>(cluster.nodes_for(c.ranks)));
   if (c.protocols_forced) cluster.library.protocols = c.protocols;
   const graph::GroupShape shape = topology::strided_group_shape(cluster, c.ranks, 1);
   std::vector<CollectiveCheckRow> rows;

@@ -54,7 +54,7 @@ int cmd_collective(const std::vector<std::string>& args) {
   if (stride < 1) throw UsageError("--stride: at least 1");
   const long long span = static_cast<long long>(ranks) * stride;
   if (span > (1LL << 30)) throw UsageError("--ranks x --stride: at most 2^30 devices");
-  const long long nodes = (span + c.devices_per_node - 1) / c.devices_per_node;
+  const long long nodes = c.nodes_for(span);
   if (c.max_nodes > 0 && nodes > c.max_nodes) {
     throw UsageError(fmt::format("{} ranks at stride {} need {} nodes; {} has {}", ranks, stride, nodes, c.name,
                                  c.max_nodes));

@@ -88,8 +88,7 @@ int calibrate_collectives(const po::variables_map& vm) {
   const int most = std::max_element(samples.begin(), samples.end(), [](const auto& a, const auto& b) {
                      return a.ranks < b.ranks;
                    })->ranks;
-  machine.cluster.nodes = std::max(machine.cluster.nodes, (most + machine.cluster.devices_per_node - 1) /
-                                                              machine.cluster.devices_per_node);
+  machine.cluster.nodes = std::max<int>(machine.cluster.nodes, static_cast<int>(machine.cluster.nodes_for(most)));
   const auto fit = validate::fit_collectives(samples, machine, split_commas(vm["fit"].as<std::string>()));
   if (vm.count("output")) {
     report::write_file_atomic(vm["output"].as<std::string>(), validate::write_calibration(validate::run_fit_calibration(fit)));

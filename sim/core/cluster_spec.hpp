@@ -123,6 +123,10 @@ struct ClusterSpec {
   std::shared_ptr<const FabricOverride> fabric_override;
 
   [[nodiscard]] int total_devices() const { return nodes * devices_per_node; }
+  /** @brief Whole nodes that hold `devices` devices. */
+  [[nodiscard]] long long nodes_for(long long devices) const {
+    return (devices + devices_per_node - 1) / devices_per_node;
+  }
   /** @brief Index of the level whose domain is one node. Precondition: validated spec. */
   [[nodiscard]] int node_level() const;
   /** @brief Domain size of level `l` in this job (the top level is capped at the job's devices). */
