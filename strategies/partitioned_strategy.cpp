@@ -10,6 +10,7 @@
 #include "strategies/grad_buckets.hpp"
 #include "strategies/lowering_common.hpp"
 #include "strategies/memory_model.hpp"
+#include "strategies/pipeline_strategy.hpp"
 #include "topology/placement.hpp"
 
 namespace shardsim::strategies {
@@ -20,6 +21,11 @@ using graph::Phase;
 using graph::Purpose;
 using graph::Stream;
 using graph::TaskId;
+
+std::unique_ptr<Strategy> make_strategy(const core::PlanSpec& plan) {
+  if (plan.pp > 1) return std::make_unique<PipelineStrategy>();
+  return std::make_unique<PartitionedStrategy>();
+}
 
 std::string describe_partition(const core::PlanSpec& plan) {
   if (plan.pp > 1) {

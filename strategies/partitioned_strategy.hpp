@@ -12,6 +12,16 @@
 //  - after the step, updated parameters are gathered from the optimizer layout into the parameter layout over
 //    s_OS/s_P ranks when s_P < s_OS (shards placed so this is one clean all-gather, as AMSP's communication
 //    optimizer arranges them).
+// DDP and ZeRO-1/2/3 are its points, scheduled as PyTorch DDP and DeepSpeed schedule them:
+//  - DDP (s_P = s_G = s_OS = 1): gradient buckets (PyTorch bucket_cap) all-reduced as backward produces them,
+//    only in the last micro-batch (no_sync during accumulation);
+//  - ZeRO-1 (s_OS = dp): gradients reduce-scattered into optimizer-state owners at the accumulation boundary,
+//    then the updated parameter shards all-gathered in allgather_bucket pieces;
+//  - ZeRO-2 (s_G = s_OS = dp): as stage 1 but the reduce-scatter runs every micro-batch;
+//  - ZeRO-3 (all dp): parameters gathered per submodule before forward and again before backward with
+//    prefetch, gradients reduce-scattered every micro-batch; no parameter all-gather after the step.
+// Reductions use reduce_bucket-sized buckets (ddp_bucket for DDP), double-buffered when overlap_comm is on (a
+// third bucket waits for the first to drain). With overlap off, all communication runs on the compute stream.
 #include "strategies/strategy.hpp"
 
 namespace shardsim::strategies {

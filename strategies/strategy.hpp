@@ -25,8 +25,8 @@ class Strategy {
   virtual void lower(const LoweringInput& in, graph::TaskGraph& g) const = 0;
 };
 
-/** @brief The strategy that implements `plan`: PipelineStrategy for pp > 1, ZeroStrategy for plain ZeRO stages,
- *  PartitionedStrategy for the rest of the partition space (reports name plans with describe_partition). */
+/** @brief The strategy that implements `plan`: PipelineStrategy for pp > 1, PartitionedStrategy for the
+ *  partition space, plain ZeRO stages included (reports name plans with describe_partition). */
 std::unique_ptr<Strategy> make_strategy(const core::PlanSpec& plan);
 
 }  // namespace shardsim::strategies

@@ -6,7 +6,6 @@
 
 #include "sim/engine/analytical_engine.hpp"
 #include "strategies/memory_model.hpp"
-#include "strategies/zero_strategy.hpp"
 #include "tests/test_clusters.hpp"
 
 namespace shardsim::strategies {
@@ -48,32 +47,6 @@ struct Case {
     return o;
   }
 };
-
-// ZeRO-1/2/3 and DDP as points of the unified space give the same schedule as their direct lowering.
-TEST(PartitionedStrategy, ZeroStagesAreItsPoints) {
-  for (int stage = 0; stage <= 3; ++stage) {
-    for (int micros : {1, 3}) {
-      for (int tp : {1, 2}) {
-        for (bool overlap : {true, false}) {
-          Case c(2, stage, micros);
-          c.plan.tp = tp;
-          c.plan.dp /= tp;
-          c.plan.global_batch = c.plan.dp * micros;
-          c.plan.overlap_comm = overlap;
-          c.resolve_zero();
-          const auto direct = c.run(ZeroStrategy(stage));
-          const auto unified = c.run(PartitionedStrategy());
-          const std::string where = "stage " + std::to_string(stage) + " micros " + std::to_string(micros) + " tp " +
-                                    std::to_string(tp) + (overlap ? " overlap" : "");
-          EXPECT_NEAR(unified.time, direct.time, 1e-9 * direct.time) << where;
-          for (int l = 0; l < 2; ++l) EXPECT_NEAR(unified.bytes[l], direct.bytes[l], 1e-6 * (1 + direct.bytes[l])) << where;
-          EXPECT_NEAR(unified.peak, direct.peak, 1.0) << where;
-          EXPECT_EQ(unified.counts, direct.counts) << where;
-        }
-      }
-    }
-  }
-}
 
 // ZeRO++ (Wang et al. 2023, Sec. 3): cross-node volume per micro-batch falls from 3M (ZeRO-3: forward
 // gather M, backward gather M, gradient reduce-scatter M) to 0.75M (INT8 forward gather 0.5M, hpZ backward

@@ -1,4 +1,5 @@
-#include "strategies/zero_strategy.hpp"
+// DDP and ZeRO-1/2/3 as PartitionedStrategy lowers them (make_strategy), against the ZeRO paper and DeepSpeed.
+#include "strategies/partitioned_strategy.hpp"
 
 #include <gtest/gtest.h>
 
@@ -31,7 +32,7 @@ struct Lowered {
     plan.zero_stage = stage;
     if (bucket_bytes > 0.0) plan.reduce_bucket = plan.ddp_bucket = core::Bytes(bucket_bytes);
     costs = compute_model_costs(model, plan);
-    ZeroStrategy(stage).lower(LoweringInput{model, cluster, plan, costs}, g);
+    PartitionedStrategy().lower(LoweringInput{model, cluster, plan, costs}, g);
   }
 
   std::map<Purpose, int> count_by_purpose() const {
@@ -52,7 +53,7 @@ struct Lowered {
   }
 };
 
-TEST(ZeroStrategy, CommunicationVolumesMatchTheZeroPaper) {
+TEST(ZeroStages, CommunicationVolumesMatchTheZeroPaper) {
   // Sec. 7 of the ZeRO paper: stages 1 and 2 move 2 Psi like data parallelism, stage 3 moves 3 Psi (1.5x).
   const double ddp = Lowered(0, 1).bytes_sent();
   const double n = 8;
@@ -63,7 +64,7 @@ TEST(ZeroStrategy, CommunicationVolumesMatchTheZeroPaper) {
   EXPECT_NEAR(Lowered(3, 1).bytes_sent() / ddp, 1.5, 1e-6);
 }
 
-TEST(ZeroStrategy, GradientAccumulationReducesWhereDeepSpeedDoes) {
+TEST(ZeroStages, GradientAccumulationReducesWhereDeepSpeedDoes) {
   const int micros = 4;
   // DeepSpeed fetches each submodule's parameters: LLaMA's embedding, per block q, k, v, o, gate, up, down and
   // two norms, then the final norm and the output projection.
@@ -89,14 +90,14 @@ TEST(ZeroStrategy, GradientAccumulationReducesWhereDeepSpeedDoes) {
   EXPECT_EQ(z3[Purpose::kGradNorm], 1);
 }
 
-TEST(ZeroStrategy, BucketsSplitGradientsBySize) {
+TEST(ZeroStages, BucketsSplitGradientsBySize) {
   // 4 blocks of 202.4M parameters (bf16 gradients: 404.8 MB each), embedding and head 131M (262 MB) each.
   // Greedy 500 MB buckets in backward order: head+block4 | block3+block2 | block1+embedding = 3 per reduction.
   EXPECT_EQ(Lowered(2, 1, 8, 500e6).count_by_purpose()[Purpose::kGradReduce], 3);
   EXPECT_EQ(Lowered(2, 2, 8, 500e6).count_by_purpose()[Purpose::kGradReduce], 6);
 }
 
-TEST(ZeroStrategy, DependenciesPointBackwardsAndMemoryEventsBalance) {
+TEST(ZeroStages, DependenciesPointBackwardsAndMemoryEventsBalance) {
   for (int stage = 0; stage <= 3; ++stage) {
     Lowered s(stage, 3);
     for (graph::TaskId t = 0; t < s.g.size(); ++t) {
@@ -108,13 +109,13 @@ TEST(ZeroStrategy, DependenciesPointBackwardsAndMemoryEventsBalance) {
   }
 }
 
-TEST(ZeroStrategy, TimelinePeakStaysWithinTheStaticEstimate) {
+TEST(ZeroStages, TimelinePeakStaysWithinTheStaticEstimate) {
   for (int stage = 0; stage <= 3; ++stage) {
     for (auto rc : {core::Recompute::kNone, core::Recompute::kSelective, core::Recompute::kFull}) {
       Lowered s(stage, 2);
       s.plan.recompute = rc;
       s.costs = compute_model_costs(s.model, s.plan);
-      ZeroStrategy(stage).lower(LoweringInput{s.model, s.cluster, s.plan, s.costs}, s.g);
+      PartitionedStrategy().lower(LoweringInput{s.model, s.cluster, s.plan, s.costs}, s.g);
       engine::AnalyticalEngine eng(s.cluster, core::CollectiveAlgorithm::kAuto);
       const auto r = eng.run(s.g);
       const auto mb = estimate_memory(s.model, s.cluster, s.plan, s.costs);
@@ -124,12 +125,12 @@ TEST(ZeroStrategy, TimelinePeakStaysWithinTheStaticEstimate) {
   }
 }
 
-TEST(ZeroStrategy, OverlapNeverHurtsAndOffPutsEverythingOnTheComputeStream) {
+TEST(ZeroStages, OverlapNeverHurtsAndOffPutsEverythingOnTheComputeStream) {
   for (int stage = 0; stage <= 3; ++stage) {
     Lowered on(stage, 2);
     Lowered off(stage, 2);
     off.plan.overlap_comm = false;
-    ZeroStrategy(stage).lower(LoweringInput{off.model, off.cluster, off.plan, off.costs}, off.g);
+    PartitionedStrategy().lower(LoweringInput{off.model, off.cluster, off.plan, off.costs}, off.g);
     for (const auto& t : off.g.tasks()) EXPECT_EQ(t.stream, graph::Stream::kCompute);
     engine::AnalyticalEngine e1(on.cluster, core::CollectiveAlgorithm::kAuto);
     engine::AnalyticalEngine e2(off.cluster, core::CollectiveAlgorithm::kAuto);
@@ -140,13 +141,13 @@ TEST(ZeroStrategy, OverlapNeverHurtsAndOffPutsEverythingOnTheComputeStream) {
   }
 }
 
-TEST(ZeroStrategy, TensorParallelAddsTwoAllReducesPerBlockEachWay) {
+TEST(ZeroStages, TensorParallelAddsTwoAllReducesPerBlockEachWay) {
   Lowered s(1, 1);
   s.plan.tp = 2;
   s.plan.dp = 4;
   s.plan.global_batch = 4;
   s.costs = compute_model_costs(s.model, s.plan);
-  ZeroStrategy(1).lower(LoweringInput{s.model, s.cluster, s.plan, s.costs}, s.g);
+  PartitionedStrategy().lower(LoweringInput{s.model, s.cluster, s.plan, s.costs}, s.g);
   // 4 blocks x (2 forward + 2 backward) + embedding 1 forward + 1 backward.
   EXPECT_EQ(s.count_by_purpose()[Purpose::kTensorParallel], 4 * 4 + 2);
   for (const auto& t : s.g.tasks()) {
@@ -157,14 +158,14 @@ TEST(ZeroStrategy, TensorParallelAddsTwoAllReducesPerBlockEachWay) {
   }
 }
 
-TEST(ZeroStrategy, SequenceParallelismSplitsEachAllReduceIntoReduceScatterAndAllGather) {
+TEST(ZeroStages, SequenceParallelismSplitsEachAllReduceIntoReduceScatterAndAllGather) {
   Lowered s(1, 1);
   s.plan.tp = 2;
   s.plan.dp = 4;
   s.plan.global_batch = 4;
   s.plan.sequence_parallel = true;
   s.costs = compute_model_costs(s.model, s.plan);
-  ZeroStrategy(1).lower(LoweringInput{s.model, s.cluster, s.plan, s.costs}, s.g);
+  PartitionedStrategy().lower(LoweringInput{s.model, s.cluster, s.plan, s.costs}, s.g);
   std::map<CollectiveOp, int> ops;
   for (const auto& t : s.g.tasks()) {
     if (t.purpose == Purpose::kTensorParallel) ++ops[t.op];
@@ -177,11 +178,11 @@ TEST(ZeroStrategy, SequenceParallelismSplitsEachAllReduceIntoReduceScatterAndAll
   plain.plan = s.plan;
   plain.plan.sequence_parallel = false;
   plain.costs = compute_model_costs(plain.model, plain.plan);
-  ZeroStrategy(1).lower(LoweringInput{plain.model, plain.cluster, plain.plan, plain.costs}, plain.g);
+  PartitionedStrategy().lower(LoweringInput{plain.model, plain.cluster, plain.plan, plain.costs}, plain.g);
   EXPECT_NEAR(s.bytes_sent(), plain.bytes_sent(), 1e-6 * plain.bytes_sent());
 }
 
-TEST(ZeroStrategy, SingleRankHasNoCommunication) {
+TEST(ZeroStages, SingleRankHasNoCommunication) {
   Lowered s(3, 2, 1);
   EXPECT_TRUE(s.count_by_purpose().empty());
 }
@@ -204,7 +205,7 @@ TEST(Compression, HelpsWhenGradientReductionIsExposed) {
   auto time = [&](const core::PlanSpec& p) {
     const auto costs = compute_model_costs(model, p);
     graph::TaskGraph g;
-    ZeroStrategy(0).lower(LoweringInput{model, cluster, p, costs}, g);
+    PartitionedStrategy().lower(LoweringInput{model, cluster, p, costs}, g);
     engine::AnalyticalEngine eng(cluster, core::CollectiveAlgorithm::kAuto);
     return eng.run(g).iteration_time.value();
   };
