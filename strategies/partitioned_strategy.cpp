@@ -134,7 +134,7 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
   g.set_baseline(role, states.total() + plan.workspace.value() + cluster.device.runtime_reserved.value() +
                      (sh.secondary > 0 ? pb * costs.params_per_rank / sh.secondary : 0.0));
 
-  const bool overlap = plan.overlap_comm;
+  const bool overlap = plan.overlaps_comm();
   const Stream gather_stream = overlap ? Stream::kParamGather : Stream::kCompute;
   const Stream reduce_stream = overlap ? Stream::kGradReduce : Stream::kCompute;
   const int units = static_cast<int>(costs.units.size());
@@ -143,6 +143,9 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
   const int ahead = gather ? zero3_live_units(costs, model, plan) - 1 : 0;
   const bool plain_all_reduce = sh.grads == 1 && sh.optimizer == 1;
   const double bucket_bytes = plain_all_reduce ? plan.ddp_bucket.value() : plan.reduce_bucket.value();
+  // A bucket reduced into its owners' shards: reduce-scatter, or DeepSpeed ZeRO-1/2's all-reduce of the bucket.
+  const CollectiveOp shard_reduce =
+      plan.reduces_buckets_by_all_reduce() ? CollectiveOp::kAllReduce : CollectiveOp::kReduceScatter;
 
   // The parameter gathers of a unit of `elements` over `grp` (one per submodule), INT8 when `quantize`; returns the
   // task the compute waits on.
@@ -194,12 +197,12 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
                  (last_hop ? e * gb : quantized_bytes(e, 4.0, quant.block)));
         }
       } else {
-        chain(g.add_collective(role, reduce_stream, CollectiveOp::kReduceScatter, Purpose::kGradReduce, a_group,
-                               core::Bytes(bytes), unit, micro));
+        chain(g.add_collective(role, reduce_stream, shard_reduce, Purpose::kGradReduce, a_group, core::Bytes(bytes),
+                               unit, micro));
       }
     }
     if (boundary && b_size > 1) {
-      chain(g.add_collective(role, reduce_stream, CollectiveOp::kReduceScatter, Purpose::kGradReduce, b_group,
+      chain(g.add_collective(role, reduce_stream, shard_reduce, Purpose::kGradReduce, b_group,
                              core::Bytes(bytes / sh.grads), unit, micro));
     }
     if (boundary && c_size > 1) {

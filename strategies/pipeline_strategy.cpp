@@ -56,7 +56,7 @@ void PipelineStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) const
                    st.total() + plan.workspace.value() + cluster.device.runtime_reserved.value());
   }
 
-  const bool overlap = plan.overlap_comm;
+  const bool overlap = plan.overlaps_comm();
   const Stream reduce_stream = overlap ? Stream::kGradReduce : Stream::kCompute;
   const Stream p2p_stream = overlap ? Stream::kPipeline : Stream::kCompute;
   const CollectiveOp reduce_op = sh.optimizer > 1 ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce;

@@ -56,4 +56,13 @@ bool PlanSpec::is_plain_zero() const {
          !offload.optimizer;
 }
 
+bool PlanSpec::overlaps_comm() const {
+  return overlap_comm.value_or(!(pp == 1 && (zero_stage == 1 || zero_stage == 2)));
+}
+
+bool PlanSpec::reduces_buckets_by_all_reduce() const {
+  return bucket_all_reduce && pp == 1 && (zero_stage == 1 || zero_stage == 2) && shards().params == 1 &&
+         !quantization.gradients;
+}
+
 }  // namespace shardsim::core

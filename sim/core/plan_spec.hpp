@@ -87,7 +87,13 @@ struct PlanSpec {
   Bytes prefetch_bucket{1e8};
   Bytes max_live_parameters{2e9};
   Bytes ddp_bucket{25.0 * 1024 * 1024};  ///< PyTorch DDP bucket_cap_mb = 25
-  bool overlap_comm = true;
+  /** DeepSpeed's overlap_comm; unset means DeepSpeed's default, see overlaps_comm(). */
+  std::optional<bool> overlap_comm;
+  /** DeepSpeed ZeRO-1/2 (DeepSpeedZeroOptimizer) reduces each gradient bucket with one all-reduce and keeps
+   *  its slice: use_multi_rank_bucket_allreduce, the default since DeepSpeed 0.12.4 (deepspeed@v0.14.0
+   *  runtime/zero/config.py:111, stage_1_and_2.py:1120-1126; reduce_scatter: false does the same). False: one
+   *  reduce-scatter per bucket. */
+  bool bucket_all_reduce = true;
   bool flash_attention = false;
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto;
   Bytes workspace{1.0 * kGiB};  ///< [guess] GEMM workspaces, allocator fragmentation, temporaries
@@ -101,6 +107,16 @@ struct PlanSpec {
   [[nodiscard]] PartitionSpec shards() const;
   /** @brief True when the partition is exactly what `zero_stage` prescribes and nothing of ZeRO++ is on. */
   [[nodiscard]] bool is_plain_zero() const;
+
+  /** @brief Whether communication runs on its own streams beside compute: overlap_comm when given, else
+   *  DeepSpeed's default, which is on for ZeRO-3 only (deepspeed@v0.14.0 runtime/zero/config.py:130,305-310):
+   *  off for data-parallel ZeRO-1/2. Plans outside DeepSpeed's ZeRO optimizer (DDP, which always overlaps; the
+   *  partition space beyond the plain stages; pipelines, whose DeepSpeed engine reduces after the flush either
+   *  way) default to on. */
+  [[nodiscard]] bool overlaps_comm() const;
+  /** @brief True where gradient buckets are all-reduced rather than reduce-scattered: DeepSpeed's ZeRO-1/2
+   *  optimizer with bucket_all_reduce (not qgZ, not pipelines). */
+  [[nodiscard]] bool reduces_buckets_by_all_reduce() const;
 
   /** @brief Micro-batches per iteration per data-parallel rank. Precondition: resolved plan. */
   [[nodiscard]] int grad_accumulation() const { return global_batch / (micro_batch * dp); }

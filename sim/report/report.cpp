@@ -49,7 +49,7 @@ std::string plan_line(const scenario::Scenario& s, const scenario::Evaluation& e
                      "overlap {}, flash-attention {}, collectives {}",
                      ev.strategy, offload, p.dp, p.tp, p.pp, p.micro_batch, p.global_batch, ev.grad_accumulation,
                      ev.grad_accumulation == 1 ? "" : "es", core::recompute_name(p.recompute),
-                     p.overlap_comm ? "on" : "off", p.flash_attention ? "on" : "off", core::algorithm_name(p.algorithm)) +
+                     p.overlaps_comm() ? "on" : "off", p.flash_attention ? "on" : "off", core::algorithm_name(p.algorithm)) +
          (compression_line(p.compression).empty() ? "" : ", compressed: " + compression_line(p.compression));
 }
 
@@ -280,7 +280,7 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
                {"grad_accumulation", ev.grad_accumulation},
                {"recompute", core::recompute_name(p.recompute)},
                {"zero_stage", p.zero_stage},
-               {"overlap_comm", p.overlap_comm},
+               {"overlap_comm", p.overlaps_comm()},
                {"flash_attention", p.flash_attention},
                {"collective_algorithm", core::algorithm_name(p.algorithm)},
                {"compression", compression_line(p.compression)}};

@@ -54,6 +54,11 @@ DeepSpeedPlan parse_deepspeed_config(const std::string& text, const std::string&
       add("zero_stage", std::to_string(st), path);
     } else if (key == "overlap_comm") {
       add("overlap_comm", flag(v, path), path);
+    } else if (key == "use_multi_rank_bucket_allreduce") {
+      add("use_multi_rank_bucket_allreduce", flag(v, path), path);
+    } else if (key == "reduce_scatter") {
+      // ZeRO-1/2 without reduce-scatter all-reduce their buckets (stage_1_and_2.py: allreduce_bucket).
+      if (flag(v, path) == "false") add("use_multi_rank_bucket_allreduce", "true", path);
     } else if (key == "reduce_bucket_size") {
       bucket("reduce_bucket");
     } else if (key == "allgather_bucket_size") {

@@ -455,6 +455,7 @@ struct PlanDeferred {
 core::PlanSpec parse_plan(const ConfigNode& n, PlanDeferred& later) {
   n.expect_map({"dp", "tp", "pp", "micro_batch", "global_batch", "recompute", "zero_stage", "reduce_bucket",
                 "allgather_bucket", "prefetch_bucket", "max_live_parameters", "ddp_bucket", "overlap_comm",
+                "use_multi_rank_bucket_allreduce",
                 "flash_attention", "collective_algorithm", "workspace", "partition", "mics_shard_size",
                 "zero_hpz_partition_size", "zero_quantized_weights", "zero_quantized_gradients",
                 "quantization_block", "qgz_hops", "hierarchy", "virtual_stages", "sequence_parallel",
@@ -478,6 +479,7 @@ core::PlanSpec parse_plan(const ConfigNode& n, PlanDeferred& later) {
   if (auto v = n.find("max_live_parameters")) p.max_live_parameters = v->as_bytes();
   if (auto v = n.find("ddp_bucket")) p.ddp_bucket = v->as_bytes();
   if (auto v = n.find("overlap_comm")) p.overlap_comm = v->as_bool();
+  if (auto v = n.find("use_multi_rank_bucket_allreduce")) p.bucket_all_reduce = v->as_bool();
   if (auto v = n.find("flash_attention")) p.flash_attention = v->as_bool();
   if (auto v = n.find("collective_algorithm")) {
     p.algorithm = *core::parse_algorithm(v->as_choice({"auto", "ring", "tree", "hierarchical", "best"}));

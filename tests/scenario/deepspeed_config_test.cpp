@@ -24,6 +24,26 @@ TEST(DeepSpeedConfig, ZeroPlusPlusConfigBecomesThePlan) {
   EXPECT_EQ(s.plan.partition, (core::PartitionSpec{384, 384, 384, 8}));
 }
 
+// ZeRO-1/2 as DeepSpeed 0.14 runs them unless the config says otherwise: buckets all-reduced
+// (use_multi_rank_bucket_allreduce; reduce_scatter: false as well), no overlap with backward.
+TEST(DeepSpeedConfig, ZeroOneAndTwoReductionFollowTheConfig) {
+  auto plan = [](const std::string& json) {
+    return parse_scenarios(kScenario, "s.yaml", parse_deepspeed_config(json, "ds.json").overrides).at(0).plan;
+  };
+  const auto defaults = plan(R"({"zero_optimization": {"stage": 2}})");
+  EXPECT_FALSE(defaults.overlaps_comm());
+  EXPECT_TRUE(defaults.reduces_buckets_by_all_reduce());
+  const auto scatter = plan(R"({"zero_optimization": {"stage": 2, "use_multi_rank_bucket_allreduce": false,
+                                                       "overlap_comm": true}})");
+  EXPECT_TRUE(scatter.overlaps_comm());
+  EXPECT_FALSE(scatter.reduces_buckets_by_all_reduce());
+  EXPECT_TRUE(plan(R"({"zero_optimization": {"stage": 1, "reduce_scatter": false}})").reduces_buckets_by_all_reduce());
+  // Stage 3 reduce-scatters (stage3.py: reduce_scatter_coalesced) and overlaps by default.
+  const auto z3 = plan(R"({"zero_optimization": {"stage": 3}})");
+  EXPECT_TRUE(z3.overlaps_comm());
+  EXPECT_FALSE(z3.reduces_buckets_by_all_reduce());
+}
+
 void expect_error(const std::string& json, const std::string& key, const std::string& fragment) {
   try {
     const auto ds = parse_deepspeed_config(json, "ds.json");

@@ -59,9 +59,30 @@ TEST(ZeroStages, CommunicationVolumesMatchTheZeroPaper) {
   const double n = 8;
   const double psi_bytes = Lowered(0, 1).costs.params_per_rank * 2.0;
   EXPECT_NEAR(ddp / (2.0 * (n - 1) / n * psi_bytes), 1.0, 1e-9);
-  EXPECT_NEAR(Lowered(1, 1).bytes_sent() / ddp, 1.0, 1e-6);
-  EXPECT_NEAR(Lowered(2, 1).bytes_sent() / ddp, 1.0, 1e-6);
+  auto reduce_scattered = [](int stage) {
+    Lowered s(stage, 1);
+    s.plan.bucket_all_reduce = false;
+    PartitionedStrategy().lower(LoweringInput{s.model, s.cluster, s.plan, s.costs}, s.g);
+    return s.bytes_sent();
+  };
+  EXPECT_NEAR(reduce_scattered(1) / ddp, 1.0, 1e-6);
+  EXPECT_NEAR(reduce_scattered(2) / ddp, 1.0, 1e-6);
   EXPECT_NEAR(Lowered(3, 1).bytes_sent() / ddp, 1.5, 1e-6);
+  // DeepSpeed >= 0.12.4 all-reduces each ZeRO-1/2 bucket (use_multi_rank_bucket_allreduce) and then gathers the
+  // updated parameters: 2 Psi + Psi, as much as stage 3.
+  EXPECT_NEAR(Lowered(1, 1).bytes_sent() / ddp, 1.5, 1e-6);
+  EXPECT_NEAR(Lowered(2, 1).bytes_sent() / ddp, 1.5, 1e-6);
+}
+
+TEST(ZeroStages, OverlapDefaultsAsDeepSpeed) {
+  // deepspeed@v0.14.0 runtime/zero/config.py: overlap_comm defaults to true for stage 3 only.
+  for (int stage = 0; stage <= 3; ++stage) {
+    core::PlanSpec p;
+    p.zero_stage = stage;
+    EXPECT_EQ(p.overlaps_comm(), stage == 0 || stage == 3) << "stage " << stage;
+    p.overlap_comm = true;
+    EXPECT_TRUE(p.overlaps_comm());
+  }
 }
 
 TEST(ZeroStages, GradientAccumulationReducesWhereDeepSpeedDoes) {
@@ -128,6 +149,8 @@ TEST(ZeroStages, TimelinePeakStaysWithinTheStaticEstimate) {
 TEST(ZeroStages, OverlapNeverHurtsAndOffPutsEverythingOnTheComputeStream) {
   for (int stage = 0; stage <= 3; ++stage) {
     Lowered on(stage, 2);
+    on.plan.overlap_comm = true;
+    PartitionedStrategy().lower(LoweringInput{on.model, on.cluster, on.plan, on.costs}, on.g);
     Lowered off(stage, 2);
     off.plan.overlap_comm = false;
     PartitionedStrategy().lower(LoweringInput{off.model, off.cluster, off.plan, off.costs}, off.g);
