@@ -4,14 +4,14 @@ namespace shardsim::strategies {
 
 GatherChain add_module_gathers(graph::TaskGraph& g, std::uint16_t role, graph::Stream stream, graph::Purpose purpose,
                                std::uint16_t group, double payload, int modules, std::int32_t unit, std::int32_t micro,
-                               std::optional<graph::TaskId> after) {
+                               std::span<const graph::TaskId> after) {
   GatherChain c;
   const int n = modules > 0 ? modules : 1;
   for (int k = 0; k < n; ++k) {
     const graph::TaskId t = g.add_collective(role, stream, graph::CollectiveOp::kAllGather, purpose, group,
                                              core::Bytes(payload / n), unit, micro);
     if (k == 0) {
-      if (after) g.add_dep(t, *after);
+      for (graph::TaskId a : after) g.add_dep(t, a);
       c.first = t;
     }
     c.last = t;

@@ -1,6 +1,7 @@
 #pragma once
 // Pieces of lowering that every strategy shares.
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "sim/core/plan_spec.hpp"
@@ -29,7 +30,7 @@ inline void add_tensor_parallel(graph::TaskGraph& g, std::uint16_t role, std::ui
 
 /** @brief The parameter all-gathers of one unit as DeepSpeed's ZeRO-3 issues them: one collective per submodule
  *  (`modules` of them, each an even share of `payload`: what a ring costs depends on the total only, but every
- *  collective pays the ring's per-step latency), in order on `stream`; the first waits for `after` when given.
+ *  collective pays the ring's per-step latency), in order on `stream`; the first waits for every task of `after`.
  *  Returns the first and the last. */
 struct GatherChain {
   graph::TaskId first = 0;
@@ -37,7 +38,7 @@ struct GatherChain {
 };
 GatherChain add_module_gathers(graph::TaskGraph& g, std::uint16_t role, graph::Stream stream, graph::Purpose purpose,
                                std::uint16_t group, double payload, int modules, std::int32_t unit, std::int32_t micro,
-                               std::optional<graph::TaskId> after);
+                               std::span<const graph::TaskId> after);
 
 /** @brief Copies the plan's compression (per parallel dimension) into the graph's per-purpose codec costs. */
 void apply_compression(graph::TaskGraph& g, const core::PlanSpec& plan);

@@ -2,7 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
+#include <optional>
+#include <span>
 #include <vector>
 
 #include "sim/core/dtype.hpp"
@@ -147,14 +151,29 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
   const CollectiveOp shard_reduce =
       plan.reduces_buckets_by_all_reduce() ? CollectiveOp::kAllReduce : CollectiveOp::kReduceScatter;
 
-  // The parameter gathers of a unit of `elements` over `grp` (one per submodule), INT8 when `quantize`; returns the
+  // The framework's host thread: with sharded parameters, every submodule's fetch and release hooks run on it
+  // before the module's kernels are issued, in forward and again in backward; a gather is issued by the hook
+  // that prefetches it. Compute runs behind the host and waits for it only when the hooks take longer than the
+  // GPU work they precede.
+  const double hook_s = gather ? cluster.host.module_hook.value() : 0.0;
+  auto host_hooks = [&](const UnitCost& c, Phase phase, int unit, int micro) -> std::optional<TaskId> {
+    if (hook_s <= 0.0) return std::nullopt;
+    return g.add_host_work(role, Purpose::kFramework, phase, core::Seconds(c.modules * hook_s), unit, micro);
+  };
+
+  // The parameter gathers of a unit of `elements` over `grp` (one per submodule), INT8 when `quantize`, issued
+  // once the compute of `wait_unit` is done (the live-parameter bound) and the host has issued them; returns the
   // task the compute waits on.
   auto gather_params = [&](double elements, int modules, std::uint16_t grp, int shard, bool quantize, Purpose purpose,
-                           int unit, int micro, std::int32_t wait_unit, const std::vector<TaskId>& computed) {
+                           int unit, int micro, std::int32_t wait_unit, const std::vector<TaskId>& computed,
+                           std::optional<TaskId> issued_by) {
     const double full = elements * pb;
     const double payload = quantize ? quantized_bytes(elements, 8.0, quant.block) : full;
-    const std::optional<TaskId> after =
-        wait_unit >= 0 ? std::optional<TaskId>(computed[static_cast<std::size_t>(wait_unit)]) : std::nullopt;
+    std::array<TaskId, 2> deps{};
+    std::size_t n_deps = 0;
+    if (wait_unit >= 0) deps[n_deps++] = computed[static_cast<std::size_t>(wait_unit)];
+    if (issued_by) deps[n_deps++] = *issued_by;
+    const std::span<const TaskId> after(deps.data(), n_deps);
     if (!quantize) {
       const GatherChain c = add_module_gathers(g, role, gather_stream, purpose, grp, payload, modules, unit, micro, after);
       g.add_mem(c.first, false, MemKind::kGatheredParams, core::Bytes(full));
@@ -162,9 +181,9 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
     }
     // Quantise this rank's shard before sending (qwZ), gather, dequantise what arrived.
     const TaskId first = g.add_kernel(role, gather_stream, purpose, unit, micro, core::Bytes(elements / shard * (pb + 1.0)));
-    if (after) g.add_dep(first, *after);
+    for (TaskId a : after) g.add_dep(first, a);
     g.add_mem(first, false, MemKind::kGatheredParams, core::Bytes(full));
-    add_module_gathers(g, role, gather_stream, purpose, grp, payload, modules, unit, micro, std::nullopt);
+    add_module_gathers(g, role, gather_stream, purpose, grp, payload, modules, unit, micro, {});
     return g.add_kernel(role, gather_stream, purpose, unit, micro, core::Bytes(elements * (1.0 + pb)));
   };
 
@@ -222,6 +241,8 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
 
   std::vector<TaskId> fwd_compute(static_cast<std::size_t>(units));
   std::vector<TaskId> bwd_compute(static_cast<std::size_t>(units));
+  std::vector<std::optional<TaskId>> fwd_host(static_cast<std::size_t>(units));
+  std::vector<std::optional<TaskId>> bwd_host(static_cast<std::size_t>(units));
   auto add_tp = [&](std::int32_t unit, std::int32_t micro, int count) {
     add_tensor_parallel(g, role, tp_group, costs, plan, unit, micro, count);
   };
@@ -229,12 +250,14 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
   for (int mb = 0; mb < micros; ++mb) {
     for (int u = 0; u < units; ++u) {
       const UnitCost& c = costs.units[static_cast<std::size_t>(u)];
+      const auto h = fwd_host[static_cast<std::size_t>(u)] = host_hooks(c, Phase::kForward, u, mb);
       TaskId ready = 0;
       if (gather) {
         ready = gather_params(c.params, c.modules, p_group, sh.params, quant.weights, Purpose::kParamGatherFwd, u, mb,
-                              u - ahead - 1, fwd_compute);
+                              u - ahead - 1, fwd_compute, fwd_host[static_cast<std::size_t>(std::max(0, u - ahead))]);
       }
       const TaskId f = g.add_compute(role, Phase::kForward, u, mb, c.fwd_flops, c.fwd_mem, c.fwd_time);
+      if (h) g.add_dep(f, *h);
       if (gather) {
         g.add_dep(f, ready);
         g.add_mem(f, true, MemKind::kGatheredParams, core::Bytes(-c.params * pb));
@@ -248,16 +271,18 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
     const bool reduce_now = (n > 1 || plan.offload.optimizer) && (sh.grads > 1 || mb == micros - 1);
     for (int u = units - 1; u >= 0; --u) {
       const UnitCost& c = costs.units[static_cast<std::size_t>(u)];
+      const auto h = bwd_host[static_cast<std::size_t>(u)] = host_hooks(c, Phase::kBackward, u, mb);
       TaskId ready = 0;
       if (gather) {
         const int wait = u + ahead + 1 < units ? u + ahead + 1 : -1;
+        const auto issued_by = bwd_host[static_cast<std::size_t>(std::min(units - 1, u + ahead))];
         // hpZ: the backward gather reads the fp16 secondary copy inside the node; otherwise it repeats the
         // forward's gather (quantised when qwZ is on).
         ready = sh.secondary > 0
                     ? gather_params(c.params, c.modules, h_group, sh.secondary, false, Purpose::kParamGatherBwd, u,
-                                    mb, wait, bwd_compute)
+                                    mb, wait, bwd_compute, issued_by)
                     : gather_params(c.params, c.modules, p_group, sh.params, quant.weights, Purpose::kParamGatherBwd,
-                                    u, mb, wait, bwd_compute);
+                                    u, mb, wait, bwd_compute, issued_by);
       }
       TaskId wait_on = 0;
       const bool must_wait = reduce_now && buckets.must_wait(wait_on);
@@ -265,12 +290,14 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
       if (recompute) {
         const TaskId r =
             g.add_compute(role, Phase::kRecompute, u, mb, c.recompute_flops, c.recompute_mem, c.recompute_time);
+        if (h) g.add_dep(r, *h);
         if (gather) g.add_dep(r, ready);
         if (must_wait) g.add_dep(r, wait_on);
         g.add_mem(r, false, MemKind::kActivations, c.act_transient);
         if (plan.recompute == core::Recompute::kFull) add_tp(u, mb, c.tp_allreduces);
       }
       const TaskId b = g.add_compute(role, Phase::kBackward, u, mb, c.bwd_flops, c.bwd_mem, c.bwd_time);
+      if (h && !recompute) g.add_dep(b, *h);
       if (gather) g.add_dep(b, ready);
       if (must_wait && !recompute) g.add_dep(b, wait_on);
       if (gather) g.add_mem(b, true, MemKind::kGatheredParams, core::Bytes(-c.params * pb));

@@ -61,10 +61,21 @@ struct DeviceSpec {
   [[nodiscard]] std::optional<FlopPerSec> peak_for(Dtype d) const { return peak[static_cast<int>(d)]; }
 };
 
+/// Host time of a sharding framework per sharded module and pass, measured: PyTorch FSDP2 with one unit per
+/// linear layer added 1.1-1.5 ms per unit per training step (forward and backward; median 1.33 ms) over the
+/// plain step on an H100 machine's host, exposed even with LLaMA-7B layers
+/// (validate/results/NVIDIA-H100-80GB-HBM3-2026-11-23-fsdp.csv, validate/torch_fsdp.py).
+inline constexpr double kMeasuredModuleHookS = 1.33e-3 / 2.0;
+
 struct HostSpec {
   Bytes memory;
   BytesPerSec memory_bandwidth;
   BytesPerSec link_bandwidth;  ///< host <-> one device, per direction
+  /// The framework thread's time per sharded module per pass (forward or backward): fetch and release hooks, the
+  /// collective calls they make. Measured for FSDP2 on one host; for DeepSpeed ZeRO-3 and other hosts a guess.
+  Seconds module_hook{kMeasuredModuleHookS};
+  std::string module_hook_source =
+      "FSDP2 per unit on an H100 host (validate/results/); DeepSpeed ZeRO-3 and this host [guess]";
 };
 
 /** @brief The collective library the job calls (NCCL, RCCL) and what the engines need of it to price a collective

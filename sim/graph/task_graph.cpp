@@ -55,6 +55,7 @@ std::string_view purpose_name(Purpose p) {
     case Purpose::kTensorParallel: return "tensor parallel";
     case Purpose::kPipeline: return "pipeline send/recv";
     case Purpose::kOffload: return "offload (PCIe, CPU Adam)";
+    case Purpose::kFramework: return "framework hooks (host)";
     case Purpose::kCount: break;
   }
   return "?";
@@ -147,6 +148,15 @@ TaskId TaskGraph::add_host_compute(std::uint16_t role, Stream stream, Purpose pu
   const TaskId t = add_compute(role, Phase::kOptimizer, -1, -1, core::Flops(0.0), bytes);
   tasks_[t].kind = TaskKind::kHostCompute;
   tasks_[t].stream = stream;
+  tasks_[t].purpose = purpose;
+  return t;
+}
+
+TaskId TaskGraph::add_host_work(std::uint16_t role, Purpose purpose, Phase phase, core::Seconds time,
+                                std::int32_t unit, std::int32_t micro) {
+  const TaskId t = add_compute(role, phase, unit, micro, core::Flops(0.0), core::Bytes(0.0), time);
+  tasks_[t].kind = TaskKind::kHostCompute;
+  tasks_[t].stream = Stream::kHostCpu;
   tasks_[t].purpose = purpose;
   return t;
 }

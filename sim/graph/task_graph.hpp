@@ -22,7 +22,8 @@ using TaskId = std::uint32_t;
 
 inline constexpr int kMaxLevels = 6;
 
-/** kCopy: host <-> device over the host link; kHostCompute: memory-bound work on the host CPU (CPU Adam). */
+/** kCopy: host <-> device over the host link; kHostCompute: work on the host CPU, memory-bound (CPU Adam) or of a
+ *  given duration (a framework's hooks). */
 enum class TaskKind : std::uint8_t { kCompute, kCollective, kCopy, kHostCompute };
 
 /** Streams, per rank role. Compute, the parameter-gather stream and the gradient-reduction stream are
@@ -46,6 +47,7 @@ enum class Purpose : std::uint8_t {
   kTensorParallel,   ///< Megatron TP all-reduces (or reduce-scatter/all-gather with sequence parallelism)
   kPipeline,         ///< activations and their gradients sent between pipeline stages
   kOffload,          ///< ZeRO-Offload: gradients to the host, the CPU optimizer, parameters back
+  kFramework,        ///< the framework's own host work per sharded module (fetch/release hooks, collective calls)
   kCount
 };
 
@@ -129,6 +131,10 @@ class TaskGraph {
                   std::int32_t micro);
   /** @brief Appends memory-bound host-CPU work touching `bytes` of host memory, on `stream`. */
   TaskId add_host_compute(std::uint16_t role, Stream stream, Purpose purpose, core::Bytes bytes);
+  /** @brief Appends `time` of host-CPU work on the host stream (the framework's thread), which tasks that it
+   *  issues wait for. */
+  TaskId add_host_work(std::uint16_t role, Purpose purpose, Phase phase, core::Seconds time, std::int32_t unit,
+                       std::int32_t micro);
   /** @brief Appends a collective of `payload` bytes over group `group` on `stream`. */
   TaskId add_collective(std::uint16_t role, Stream stream, CollectiveOp op, Purpose purpose, std::uint16_t group,
                         core::Bytes payload, std::int32_t unit, std::int32_t micro);

@@ -85,6 +85,10 @@ std::string render_table(const scenario::Scenario& s, const scenario::Evaluation
     o += fmt::format("library   {}: its tuning model, latency x{:.3g} (network hops x{:.3g}) ({})\n",
                      core::library_name(lib.family), lib.latency_scale, lib.net_latency_scale, lib.source);
   }
+  if (s.plan.shards().params > 1 && c.host.module_hook.value() > 0.0) {
+    o += fmt::format("host      {:.3g} ms of framework hooks per sharded module and pass ({})\n",
+                     c.host.module_hook.value() * 1e3, c.host.module_hook_source);
+  }
   o += fmt::format("plan      {}\n", plan_line(s, ev));
   o += fmt::format("engine    {} ({} tasks)\n\n", engine::engine_name(s.engine), ev.tasks);
 
@@ -263,6 +267,7 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
                     {"compute_units", c.device.compute_units},
                     {"kernel_overhead_s", c.device.kernel_overhead.value()},
                     {"source", c.device.efficiency_source}}},
+                  {"host", {{"module_hook_s", c.host.module_hook.value()}, {"module_hook_source", c.host.module_hook_source}}},
                   {"levels", levels},
                   {"collective_library",
                    {{"library", core::library_name(c.library.family)},

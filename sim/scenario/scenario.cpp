@@ -130,10 +130,14 @@ void apply_device(const ConfigNode& n, core::DeviceSpec& d) {
 }
 
 void apply_host(const ConfigNode& n, core::HostSpec& h) {
-  n.expect_map({"memory", "memory_bandwidth", "link_bandwidth"});
+  n.expect_map({"memory", "memory_bandwidth", "link_bandwidth", "module_hook"});
   if (auto v = n.find("memory")) h.memory = v->as_bytes();
   if (auto v = n.find("memory_bandwidth")) h.memory_bandwidth = v->as_bandwidth();
   if (auto v = n.find("link_bandwidth")) h.link_bandwidth = v->as_bandwidth();
+  if (auto v = n.find("module_hook")) {
+    h.module_hook = v->as_duration();
+    h.module_hook_source = n.file();
+  }
 }
 
 // `cluster.collective_library`: a library name, or a map that changes the machine's library (a preset's, or
@@ -999,9 +1003,9 @@ std::string cluster_to_yaml(const core::ClusterSpec& c) {
   }
   o += fmt::format("  compute_units: {}\n  kernel_overhead: {}us\n", c.device.compute_units,
                    c.device.kernel_overhead.value() * 1e6);
-  o += fmt::format("host: {{memory: {}, memory_bandwidth: {}GB/s, link_bandwidth: {}GB/s}}\n",
+  o += fmt::format("host: {{memory: {}, memory_bandwidth: {}GB/s, link_bandwidth: {}GB/s, module_hook: {}us}}\n",
                    yaml_bytes(c.host.memory.value()), c.host.memory_bandwidth.value() / 1e9,
-                   c.host.link_bandwidth.value() / 1e9);
+                   c.host.link_bandwidth.value() / 1e9, c.host.module_hook.value() * 1e6);
   o += "network:\n";
   for (std::size_t i = 0; i < c.levels.size(); ++i) {
     const auto& l = c.levels[i];

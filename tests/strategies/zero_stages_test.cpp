@@ -148,11 +148,14 @@ TEST(ZeroStages, TimelinePeakStaysWithinTheStaticEstimate) {
 
 TEST(ZeroStages, OverlapNeverHurtsAndOffPutsEverythingOnTheComputeStream) {
   for (int stage = 0; stage <= 3; ++stage) {
+    // Without the framework's host thread (below): the GPU's streams alone.
     Lowered on(stage, 2);
     on.plan.overlap_comm = true;
+    on.cluster.host.module_hook = core::Seconds(0.0);
     PartitionedStrategy().lower(LoweringInput{on.model, on.cluster, on.plan, on.costs}, on.g);
     Lowered off(stage, 2);
     off.plan.overlap_comm = false;
+    off.cluster.host.module_hook = core::Seconds(0.0);
     PartitionedStrategy().lower(LoweringInput{off.model, off.cluster, off.plan, off.costs}, off.g);
     for (const auto& t : off.g.tasks()) EXPECT_EQ(t.stream, graph::Stream::kCompute);
     engine::AnalyticalEngine e1(on.cluster, core::CollectiveAlgorithm::kAuto);
@@ -161,6 +164,47 @@ TEST(ZeroStages, OverlapNeverHurtsAndOffPutsEverythingOnTheComputeStream) {
     const auto r_off = e2.run(off.g);
     EXPECT_LE(t_on, r_off.iteration_time.value() + 1e-12) << "stage " << stage;
     EXPECT_NEAR(r_off.roles[0].hidden_comm().value(), 0.0, 1e-12);
+  }
+}
+
+// ZeRO-3's fetch and release hooks run on the host thread, one task per unit and pass of (submodules x the
+// host's time per module); each unit's compute waits for its hooks, and each gather for the hook that issues it.
+TEST(ZeroStages, FrameworkHooksRunOnTheHostAheadOfTheComputeTheyIssue) {
+  Lowered z3(3, 1);
+  const double hook = z3.cluster.host.module_hook.value();
+  ASSERT_GT(hook, 0.0);
+  int hooks = 0;
+  double hook_time = 0.0;
+  for (graph::TaskId t = 0; t < z3.g.size(); ++t) {
+    const auto& task = z3.g.tasks()[t];
+    if (task.purpose != Purpose::kFramework) continue;
+    ++hooks;
+    hook_time += task.time_s;
+    EXPECT_EQ(task.kind, TaskKind::kHostCompute);
+    EXPECT_EQ(task.stream, graph::Stream::kHostCpu);
+  }
+  const int modules = 1 + 4 * 9 + 2;  // embedding, 4 blocks of 9 submodules, final norm and output projection
+  EXPECT_EQ(hooks, 2 * static_cast<int>(z3.costs.units.size()));
+  EXPECT_NEAR(hook_time, 2.0 * modules * hook, 1e-12);
+  // Every forward and backward compute waits on a hook.
+  for (graph::TaskId t = 0; t < z3.g.size(); ++t) {
+    const auto& task = z3.g.tasks()[t];
+    if (task.kind != TaskKind::kCompute || task.purpose != Purpose::kCompute || task.phase == graph::Phase::kOptimizer) {
+      continue;
+    }
+    bool waits = false;
+    for (graph::TaskId d : z3.g.deps(t)) waits |= z3.g.tasks()[d].purpose == Purpose::kFramework;
+    EXPECT_TRUE(waits) << z3.g.label(t);
+  }
+  // Hooks slower than the GPU work set the pace; stages without sharded parameters have none.
+  Lowered slow(3, 1);
+  slow.cluster.host.module_hook = core::Seconds(100.0 * hook);
+  PartitionedStrategy().lower(LoweringInput{slow.model, slow.cluster, slow.plan, slow.costs}, slow.g);
+  engine::AnalyticalEngine eng(slow.cluster, core::CollectiveAlgorithm::kAuto);
+  EXPECT_GE(eng.run(slow.g).iteration_time.value(), 2.0 * modules * 100.0 * hook);
+  for (int stage = 0; stage <= 2; ++stage) {
+    const Lowered s(stage, 1);
+    for (const auto& t : s.g.tasks()) EXPECT_NE(t.purpose, Purpose::kFramework) << "stage " << stage;
   }
 }
 

@@ -22,8 +22,10 @@ scenario::Scenario frontier() {
       .at(0);
 }
 
-scenario::Scenario dgx(int nodes = 2) {
+// ZeRO-3 on DGX H100 nodes; `hooks` false: no framework host time, so that the network sets the pace.
+scenario::Scenario dgx(int nodes = 2, bool hooks = true) {
   return scenario::parse_scenarios("model: llama2-7b\ncluster: {preset: dgx-h100, nodes: " + std::to_string(nodes) +
+                                       (hooks ? "" : ", host: {module_hook: 0us}") +
                                        "}\nplan: {zero_stage: 3, micro_batch: 1, global_batch: 64, overlap_comm: false}\n",
                                    "d.yaml")
       .at(0);
@@ -43,7 +45,7 @@ TEST(ModelParameters, FrontierNamesEveryLevelWithItsSource) {
   std::vector<std::string> names;
   for (const auto& p : ps) names.push_back(p.name);
   const std::vector<std::string> expected = {
-      "device.gemm_efficiency",   "device.memory_efficiency", "device.attention_efficiency", "device.attention_backward_efficiency", "device.comm_compute_slowdown", "device.kernel_overhead", "host.link_bandwidth",
+      "device.gemm_efficiency",   "device.memory_efficiency", "device.attention_efficiency", "device.attention_backward_efficiency", "device.comm_compute_slowdown", "device.kernel_overhead", "host.module_hook", "host.link_bandwidth",
       "network.gcd-pair.bandwidth", "network.node.bandwidth",   "network.slingshot.bandwidth",
       "network.gcd-pair.latency", "network.node.latency",     "network.slingshot.latency",
       "collectives.latency_scale", "collectives.net_latency_scale",
@@ -103,7 +105,7 @@ TEST(ModelParameters, GetReturnsWhatSetWrote) {
 }
 
 TEST(ModelParameters, SettingThemMovesTheSimulationTheRightWay) {
-  const auto base = dgx(4);
+  const auto base = dgx(4, false);
   const double t0 = iteration_time(base);
   const auto ps = model_parameters(base);
   auto with = [&](const std::string& name, double factor) {
@@ -123,6 +125,12 @@ TEST(ModelParameters, SettingThemMovesTheSimulationTheRightWay) {
   EXPECT_DOUBLE_EQ(scenario::evaluate(more_workspace).memory.total.value() - scenario::evaluate(base).memory.total.value(),
                    base.plan.workspace.value());
   EXPECT_EQ(iteration_time(with("device.runtime_reserved", 3.0)), t0);
+  // Framework hooks: once they take longer than the GPU work they precede, the host sets the pace.
+  const auto hooked = dgx(4);
+  auto p = named(model_parameters(hooked), "host.module_hook");
+  auto slow = hooked;
+  p.set(slow, 4.0 * p.get(hooked));
+  EXPECT_GT(iteration_time(slow), 1.5 * iteration_time(hooked));
 }
 
 TEST(ModelParameters, RangesHoldTheSpecsOwnValueAndMissingPartsHaveNoParameter) {
