@@ -228,10 +228,12 @@ void AnalyticalEngine::analyse_role(const TaskGraph& g, std::uint16_t role, Role
   }
 
   std::array<std::size_t, kStreams> head{};
-  double covered_until = 0.0;  // end of the communication union so far
+  double covered_until = 0.0;  // end of the union of communication and host work so far
+  double comm_until = 0.0;     // end of the communication union so far
   std::size_t cj = 0;          // first compute interval that may still overlap
   double comm_union = 0.0;
   double exposed_total = 0.0;
+  double exposed_host = 0.0;
   for (;;) {
     // Next communication interval by start time (ties: lower stream first, deterministic).
     std::size_t best_s = kStreams;
@@ -246,11 +248,17 @@ void AnalyticalEngine::analyse_role(const TaskGraph& g, std::uint16_t role, Role
     }
     if (best_s == kStreams) break;
     const std::uint32_t id = comm_by_stream[best_s][head[best_s]++];
+    const bool host = tasks[id].kind == TaskKind::kHostCompute;
+    if (host) b.host_busy += core::Seconds(timing_[id].end_s - timing_[id].start_s);
+    if (!host && timing_[id].end_s > comm_until) {
+      comm_union += timing_[id].end_s - std::max(timing_[id].start_s, comm_until);
+      comm_until = timing_[id].end_s;
+    }
+    // Exposure: time that no compute covers goes to the communication or host work that started first.
     const double a = std::max(timing_[id].start_s, covered_until);
     const double e = timing_[id].end_s;
     if (e <= a) continue;
     covered_until = e;
-    comm_union += e - a;
     // Subtract compute overlapping [a, e).
     while (cj < compute.size() && timing_[compute[cj]].end_s <= a) ++cj;
     double overlap = 0.0;
@@ -260,14 +268,16 @@ void AnalyticalEngine::analyse_role(const TaskGraph& g, std::uint16_t role, Role
       overlap += std::max(0.0, std::min(c.end_s, e) - std::max(c.start_s, a));
     }
     const double exposed = (e - a) - overlap;
-    exposed_total += exposed;
-    b.exposed_by_purpose[static_cast<std::size_t>(tasks[id].purpose)] += core::Seconds(exposed);
+    (host ? exposed_host : exposed_total) += exposed;
+    (host ? b.exposed_host_by_purpose : b.exposed_by_purpose)[static_cast<std::size_t>(tasks[id].purpose)] +=
+        core::Seconds(exposed);
     if (bottleneck_[id] >= 0) b.exposed_by_level[static_cast<std::size_t>(bottleneck_[id])] += core::Seconds(exposed);
   }
   b.comm_busy = core::Seconds(comm_union);
   b.exposed_comm = core::Seconds(exposed_total);
-  // Rounding can leave a -1e-16 where the three add up exactly.
-  b.idle = core::Seconds(std::max(0.0, (b.finish - b.compute_busy - b.exposed_comm).value()));
+  b.exposed_host = core::Seconds(exposed_host);
+  // Rounding can leave a -1e-16 where the four add up exactly.
+  b.idle = core::Seconds(std::max(0.0, (b.finish - b.compute_busy - b.exposed_comm - b.exposed_host).value()));
 }
 
 void AnalyticalEngine::replay_memory(const TaskGraph& g, std::uint16_t role, RoleBreakdown& b,

@@ -27,10 +27,13 @@ struct RoleBreakdown {
   core::Seconds compute_busy;   ///< time the compute stream spent computing
   core::Seconds comm_busy;      ///< time at least one collective or copy was in progress
   core::Seconds exposed_comm;   ///< communication time with no compute running beside it
-  core::Seconds idle;           ///< neither computing nor communicating (waiting on dependencies)
+  core::Seconds host_busy;      ///< summed host-CPU work (framework hooks, CPU Adam)
+  core::Seconds exposed_host;   ///< host-CPU work with neither compute nor communication beside it
+  core::Seconds idle;           ///< none of these (waiting on dependencies)
   std::array<core::Seconds, kPhases> compute_by_phase{};
-  std::array<core::Seconds, kPurposes> comm_by_purpose{};     ///< summed durations per purpose
-  std::array<core::Seconds, kPurposes> exposed_by_purpose{};  ///< exposed time attributed per purpose
+  std::array<core::Seconds, kPurposes> comm_by_purpose{};     ///< summed durations per purpose (host work too)
+  std::array<core::Seconds, kPurposes> exposed_by_purpose{};  ///< exposed communication per purpose
+  std::array<core::Seconds, kPurposes> exposed_host_by_purpose{};  ///< exposed host work per purpose
   std::array<double, graph::kMaxLevels> bytes_by_level{};     ///< bytes one rank sent per network level
   std::array<core::Seconds, graph::kMaxLevels> exposed_by_level{};  ///< exposed time by each collective's bottleneck level
   double peak_memory_bytes = 0.0;                             ///< 0 unless the memory timeline was tracked

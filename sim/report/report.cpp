@@ -113,10 +113,20 @@ std::string render_table(const scenario::Scenario& s, const scenario::Evaluation
     }
     o += fmt::format("  {:<26}{:>12}{:>9}\n", "exposed communication", sec(r.exposed_comm.value()),
                      pct(r.exposed_comm.value(), t));
+    constexpr auto kHooks = static_cast<std::size_t>(graph::Purpose::kFramework);
     for (std::size_t i = 0; i < kPurposes; ++i) {
       const double v = r.exposed_by_purpose[i].value();
-      if (r.comm_by_purpose[i].value() <= 0.0) continue;
+      if (r.comm_by_purpose[i].value() <= 0.0 || i == kHooks) continue;
       o += fmt::format("    {:<24}{:>12}{:>9}\n", graph::purpose_name(static_cast<graph::Purpose>(i)), sec(v), pct(v, t));
+    }
+    if (r.host_busy.value() > 0.0) {
+      o += fmt::format("  {:<26}{:>12}{:>9}\n", "exposed host work", sec(r.exposed_host.value()),
+                       pct(r.exposed_host.value(), t));
+      for (std::size_t i = 0; i < kPurposes; ++i) {
+        const double v = r.exposed_host_by_purpose[i].value();
+        if (v <= 0.0) continue;
+        o += fmt::format("    {:<24}{:>12}{:>9}\n", graph::purpose_name(static_cast<graph::Purpose>(i)), sec(v), pct(v, t));
+      }
     }
     o += fmt::format("  {:<26}{:>12}{:>9}\n", s.plan.pp > 1 ? "idle (bubble, waiting)" : "idle (waiting)",
                      sec(r.idle.value()), pct(r.idle.value(), t));
@@ -125,13 +135,18 @@ std::string render_table(const scenario::Scenario& s, const scenario::Evaluation
     o += "  communication by purpose (busy time, summed over streams)\n";
     for (std::size_t i = 0; i < kPurposes; ++i) {
       const double v = r.comm_by_purpose[i].value();
-      if (v <= 0.0) continue;
+      if (v <= 0.0 || i == kHooks) continue;
       o += fmt::format("    {:<24}{:>12}\n", graph::purpose_name(static_cast<graph::Purpose>(i)), sec(v));
+    }
+    if (r.comm_by_purpose[kHooks].value() > 0.0) {
+      o += fmt::format("  host busy {} with framework hooks (fetch and release per sharded module)\n",
+                       sec(r.comm_by_purpose[kHooks].value()));
     }
     // Collectives of this rank in flight at once (summed durations beyond their union). The analytical engine
     // gives each its full bandwidth; where this is large, the SimGrid engine shows what sharing costs.
     double summed = 0.0;
     for (const auto& v : r.comm_by_purpose) summed += v.value();
+    summed -= r.comm_by_purpose[kHooks].value();
     const double concurrent = summed - r.comm_busy.value();
     if (s.engine == engine::EngineKind::kAnalytical && concurrent > 0.01 * t) {
       o += fmt::format("  collectives overlapping each other {} ({} of the iteration), each at full bandwidth here:\n"
@@ -308,7 +323,8 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
     for (std::size_t i = 0; i < kPurposes; ++i) {
       if (i == static_cast<std::size_t>(graph::Purpose::kCompute)) continue;
       purposes[std::string(graph::purpose_name(static_cast<graph::Purpose>(i)))] = {
-          {"busy_s", r.comm_by_purpose[i].value()}, {"exposed_s", r.exposed_by_purpose[i].value()}};
+          {"busy_s", r.comm_by_purpose[i].value()},
+          {"exposed_s", r.exposed_by_purpose[i].value() + r.exposed_host_by_purpose[i].value()}};
     }
     J bytes = J::object();
     for (std::size_t l = 0; l < c.levels.size(); ++l) bytes[c.levels[l].name] = r.bytes_by_level[l];
@@ -319,6 +335,8 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
                      {"comm_busy_s", r.comm_busy.value()},
                      {"exposed_comm_s", r.exposed_comm.value()},
                      {"hidden_comm_s", r.hidden_comm().value()},
+                     {"host_busy_s", r.host_busy.value()},
+                     {"exposed_host_s", r.exposed_host.value()},
                      {"idle_s", r.idle.value()},
                      {"comm_by_purpose", purposes},
                      {"bytes_sent_by_level", bytes},

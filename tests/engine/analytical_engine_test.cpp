@@ -87,6 +87,29 @@ TEST(AnalyticalEngine, CommunicationOnTheCriticalPathIsExposed) {
   EXPECT_NEAR(b.idle.value(), 0.0, 1e-12);
 }
 
+// A framework's host thread: compute waits for the hooks that issue it. Host work the GPU waits on is exposed
+// host work, not communication; host work beside compute is hidden; the four parts add up to the iteration.
+TEST(AnalyticalEngine, HostWorkTheComputeWaitsForIsExposedApartFromCommunication) {
+  Fixture f;
+  const auto h1 = f.g.add_host_work(f.role, Purpose::kFramework, Phase::kForward, core::Seconds(0.5), 0, 0);
+  const auto c1 = f.g.add_compute(f.role, Phase::kForward, 0, 0, core::Flops(kOneSecond), core::Bytes(0));
+  f.g.add_dep(c1, h1);
+  const auto h2 = f.g.add_host_work(f.role, Purpose::kFramework, Phase::kForward, core::Seconds(0.25), 1, 0);
+  const auto c2 = f.g.add_compute(f.role, Phase::kForward, 1, 0, core::Flops(kOneSecond), core::Bytes(0));
+  f.g.add_dep(c2, h2);
+  AnalyticalEngine eng(f.cluster, core::CollectiveAlgorithm::kRing);
+  const RunResult r = eng.run(f.g);
+  EXPECT_NEAR(r.timings[h2].start_s, 0.5, 1e-12);  // the host runs ahead of the GPU
+  EXPECT_NEAR(r.iteration_time.value(), 2.5, 1e-12);
+  const auto& b = r.roles[0];
+  EXPECT_NEAR(b.host_busy.value(), 0.75, 1e-12);
+  EXPECT_NEAR(b.exposed_host.value(), 0.5, 1e-12);
+  EXPECT_NEAR(b.exposed_host_by_purpose[static_cast<std::size_t>(Purpose::kFramework)].value(), 0.5, 1e-12);
+  EXPECT_NEAR(b.comm_busy.value(), 0.0, 1e-12);
+  EXPECT_NEAR(b.exposed_comm.value(), 0.0, 1e-12);
+  EXPECT_NEAR((b.compute_busy + b.exposed_comm + b.exposed_host + b.idle).value(), 2.5, 1e-12);
+}
+
 TEST(AnalyticalEngine, OverlappingCollectivesOnTwoStreamsAreCountedOnce) {
   Fixture f;
   f.gather(Stream::kParamGather, 1.0);
