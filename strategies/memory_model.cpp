@@ -46,6 +46,8 @@ double host_state_bytes(double psi, const core::PlanSpec& plan, double optimizer
 }
 
 int zero3_live_units(const ModelCosts& costs, const core::ModelSpec& model, const core::PlanSpec& plan) {
+  // FSDP's limit_all_gathers lets the next unit's gather run while the current one computes, no further.
+  if (plan.framework == core::Framework::kFsdp) return 2;
   double largest = 0.0;
   for (const auto& u : costs.units) largest = std::max(largest, u.params);
   const double unit_bytes = largest * core::dtype_bytes(model.param_dtype);

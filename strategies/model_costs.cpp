@@ -88,6 +88,8 @@ ModelCosts compute_model_costs(const core::ModelSpec& m, const core::PlanSpec& p
   blk.tp_allreduces = plan.tp > 1 ? 2 : 0;
   // QKV (or q, k, v) and the output projection, the MLP's two or three linears, two norms.
   blk.modules = (m.fused_qkv ? 2 : 4) + (swiglu ? 3 : 2) + 2;
+  const int norm_tensors = m.norm == core::NormKind::kLayerNorm ? 2 : 1;
+  blk.tensors = (blk.modules - 2) * (m.linear_bias ? 2 : 1) + 2 * norm_tensors;
 
   // ---- embedding: vocabulary-parallel lookup; negligible FLOPs ----
   UnitCost emb;
@@ -96,6 +98,7 @@ ModelCosts compute_model_costs(const core::ModelSpec& m, const core::PlanSpec& p
   emb.bwd_mem = core::Bytes(2.0 * tokens * h * e);
   emb.tp_allreduces = plan.tp > 1 ? 1 : 0;
   emb.modules = m.position == core::PositionKind::kLearned ? 2 : 1;
+  emb.tensors = emb.modules;
 
   // ---- head: final norm, output projection (vocabulary-parallel), cross-entropy in fp32 ----
   UnitCost head;
@@ -109,6 +112,7 @@ ModelCosts compute_model_costs(const core::ModelSpec& m, const core::PlanSpec& p
   // Saved: final-norm input (e*sbh) and the logits with their fp32 softmax for the loss gradient.
   head.act_saved = core::Bytes(tokens * h * e + logits * (e + 4.0));
   head.modules = m.tied_embeddings ? 1 : 2;  // final norm (+ the output projection unless tied)
+  head.tensors = norm_tensors + (m.tied_embeddings ? 0 : 1);
 
   if (device) {
     const LayerTimes times = time_layers(m, plan, *device);

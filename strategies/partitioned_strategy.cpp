@@ -146,19 +146,22 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
   const bool gather = sh.params > 1;
   const int ahead = gather ? zero3_live_units(costs, model, plan) - 1 : 0;
   const bool plain_all_reduce = sh.grads == 1 && sh.optimizer == 1;
-  const double bucket_bytes = plain_all_reduce ? plan.ddp_bucket.value() : plan.reduce_bucket.value();
+  // FSDP reduce-scatters each unit's gradients as soon as its backward is done (a bucket per unit).
+  const bool fsdp = plan.framework == core::Framework::kFsdp;
+  const double bucket_bytes = plain_all_reduce ? plan.ddp_bucket.value() : fsdp ? 0.0 : plan.reduce_bucket.value();
   // A bucket reduced into its owners' shards: reduce-scatter, or DeepSpeed ZeRO-1/2's all-reduce of the bucket.
   const CollectiveOp shard_reduce =
       plan.reduces_buckets_by_all_reduce() ? CollectiveOp::kAllReduce : CollectiveOp::kReduceScatter;
 
-  // The framework's host thread: with sharded parameters, every submodule's fetch and release hooks run on it
-  // before the module's kernels are issued, in forward and again in backward; a gather is issued by the hook
-  // that prefetches it. Compute runs behind the host and waits for it only when the hooks take longer than the
-  // GPU work they precede.
-  const double hook_s = gather ? cluster.host.module_hook.value() : 0.0;
+  // What the framework fetches at once: DeepSpeed ZeRO-3 each submodule, FSDP the wrapped block (one unit).
+  auto fetches = [&](const UnitCost& c) { return fsdp ? 1 : c.modules; };
+  // The framework's host thread: with sharded parameters, each fetch's hooks run on it before the kernels they
+  // precede are issued, in forward and again in backward; a gather is issued by the hook that prefetches it.
+  // Compute runs behind the host and waits for it only when the hooks take longer than the GPU work.
   auto host_hooks = [&](const UnitCost& c, Phase phase, int unit, int micro) -> std::optional<TaskId> {
-    if (hook_s <= 0.0) return std::nullopt;
-    return g.add_host_work(role, Purpose::kFramework, phase, core::Seconds(c.modules * hook_s), unit, micro);
+    const core::Seconds t = cluster.host.hook_time(fetches(c), c.tensors);
+    if (!gather || t.value() <= 0.0) return std::nullopt;
+    return g.add_host_work(role, Purpose::kFramework, phase, t, unit, micro);
   };
 
   // The parameter gathers of a unit of `elements` over `grp` (one per submodule), INT8 when `quantize`, issued
@@ -253,7 +256,7 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
       const auto h = fwd_host[static_cast<std::size_t>(u)] = host_hooks(c, Phase::kForward, u, mb);
       TaskId ready = 0;
       if (gather) {
-        ready = gather_params(c.params, c.modules, p_group, sh.params, quant.weights, Purpose::kParamGatherFwd, u, mb,
+        ready = gather_params(c.params, fetches(c), p_group, sh.params, quant.weights, Purpose::kParamGatherFwd, u, mb,
                               u - ahead - 1, fwd_compute, fwd_host[static_cast<std::size_t>(std::max(0, u - ahead))]);
       }
       const TaskId f = g.add_compute(role, Phase::kForward, u, mb, c.fwd_flops, c.fwd_mem, c.fwd_time);
@@ -279,9 +282,9 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
         // hpZ: the backward gather reads the fp16 secondary copy inside the node; otherwise it repeats the
         // forward's gather (quantised when qwZ is on).
         ready = sh.secondary > 0
-                    ? gather_params(c.params, c.modules, h_group, sh.secondary, false, Purpose::kParamGatherBwd, u,
+                    ? gather_params(c.params, fetches(c), h_group, sh.secondary, false, Purpose::kParamGatherBwd, u,
                                     mb, wait, bwd_compute, issued_by)
-                    : gather_params(c.params, c.modules, p_group, sh.params, quant.weights, Purpose::kParamGatherBwd,
+                    : gather_params(c.params, fetches(c), p_group, sh.params, quant.weights, Purpose::kParamGatherBwd,
                                     u, mb, wait, bwd_compute, issued_by);
       }
       TaskId wait_on = 0;

@@ -61,21 +61,29 @@ struct DeviceSpec {
   [[nodiscard]] std::optional<FlopPerSec> peak_for(Dtype d) const { return peak[static_cast<int>(d)]; }
 };
 
-/// Host time of a sharding framework per sharded module and pass, measured: PyTorch FSDP2 with one unit per
-/// linear layer added 1.1-1.5 ms per unit per training step (forward and backward; median 1.33 ms) over the
-/// plain step on an H100 machine's host, exposed even with LLaMA-7B layers
-/// (validate/results/NVIDIA-H100-80GB-HBM3-2026-11-23-fsdp.csv, validate/torch_fsdp.py).
-inline constexpr double kMeasuredModuleHookS = 1.33e-3 / 2.0;
+/// A sharding framework's host time per pass (forward or backward) for each unit it fetches, fitted to PyTorch
+/// FSDP2 on an H100 machine's host (validate/results/NVIDIA-H100-80GB-HBM3-2026-11-23-fsdp.csv,
+/// validate/torch_fsdp.py): one unit per decoder layer, and one per linear layer too, over the plain step give per
+/// configuration a cost per unit and per parameter tensor; these are the medians over the seven configurations,
+/// per pass (the test HostHooks.AreTheFitOfTheFsdpMeasurements refits them). Exposed even with LLaMA-7B layers.
+inline constexpr double kMeasuredFetchHookS = 0.6257e-3;
+inline constexpr double kMeasuredTensorHookS = 0.0917e-3;
 
 struct HostSpec {
   Bytes memory;
   BytesPerSec memory_bandwidth;
   BytesPerSec link_bandwidth;  ///< host <-> one device, per direction
-  /// The framework thread's time per sharded module per pass (forward or backward): fetch and release hooks, the
-  /// collective calls they make. Measured for FSDP2 on one host; for DeepSpeed ZeRO-3 and other hosts a guess.
-  Seconds module_hook{kMeasuredModuleHookS};
-  std::string module_hook_source =
-      "FSDP2 per unit on an H100 host (validate/results/); DeepSpeed ZeRO-3 and this host [guess]";
+  /// The framework thread's time, per pass, for each unit it fetches (a submodule for DeepSpeed ZeRO-3, a wrapped
+  /// block for FSDP: pre/post hooks, the collective calls, the unit's bookkeeping) and for each parameter tensor
+  /// in it (copy-in/copy-out, views). Measured for FSDP2 on one host; DeepSpeed and other hosts a guess.
+  Seconds fetch_hook{kMeasuredFetchHookS};
+  Seconds tensor_hook{kMeasuredTensorHookS};
+  std::string hook_source = "FSDP2 on an H100 host (validate/results/); for DeepSpeed ZeRO-3 and this host [guess]";
+
+  /** @brief The framework's host time for `fetches` fetch units holding `tensors` parameter tensors, one pass. */
+  [[nodiscard]] Seconds hook_time(int fetches, int tensors) const {
+    return Seconds(fetches * fetch_hook.value() + tensors * tensor_hook.value());
+  }
 };
 
 /** @brief The collective library the job calls (NCCL, RCCL) and what the engines need of it to price a collective

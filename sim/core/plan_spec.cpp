@@ -39,6 +39,21 @@ std::optional<CollectiveAlgorithm> parse_algorithm(std::string_view name) {
   return std::nullopt;
 }
 
+std::string_view framework_name(Framework f) {
+  switch (f) {
+    case Framework::kDeepSpeed: return "deepspeed";
+    case Framework::kFsdp: return "fsdp";
+  }
+  return "?";
+}
+
+std::optional<Framework> parse_framework(std::string_view name) {
+  for (auto f : {Framework::kDeepSpeed, Framework::kFsdp}) {
+    if (framework_name(f) == name) return f;
+  }
+  return std::nullopt;
+}
+
 namespace {
 PartitionSpec zero_partition(int stage, int n) {
   PartitionSpec z;
@@ -57,12 +72,12 @@ bool PlanSpec::is_plain_zero() const {
 }
 
 bool PlanSpec::overlaps_comm() const {
-  return overlap_comm.value_or(!(pp == 1 && (zero_stage == 1 || zero_stage == 2)));
+  return overlap_comm.value_or(!(framework == Framework::kDeepSpeed && pp == 1 && (zero_stage == 1 || zero_stage == 2)));
 }
 
 bool PlanSpec::reduces_buckets_by_all_reduce() const {
-  return bucket_all_reduce && pp == 1 && (zero_stage == 1 || zero_stage == 2) && shards().params == 1 &&
-         !quantization.gradients;
+  return framework == Framework::kDeepSpeed && bucket_all_reduce && pp == 1 && (zero_stage == 1 || zero_stage == 2) &&
+         shards().params == 1 && !quantization.gradients;
 }
 
 }  // namespace shardsim::core

@@ -18,6 +18,14 @@ enum class Recompute { kNone, kSelective, kFull };
 /// links' own latencies, hierarchical included (a what-if).
 enum class CollectiveAlgorithm { kAuto, kRing, kTree, kHierarchical, kBest };
 
+/// The framework whose schedule a data-parallel plan follows. kDeepSpeed: DeepSpeed 0.14's ZeRO (ZeRO-3 fetches
+/// each submodule, gradients reduced by reduce_bucket_size bucket). kFsdp: PyTorch FSDP (FULL_SHARD, or
+/// HYBRID_SHARD with a shard group, one unit per decoder layer as the LLaMA recipes wrap it, limit_all_gathers and
+/// BACKWARD_PRE prefetch, each unit's gradients reduce-scattered after its backward), as in PyTorch 2.1-2.11.
+enum class Framework { kDeepSpeed, kFsdp };
+std::string_view framework_name(Framework f);
+std::optional<Framework> parse_framework(std::string_view name);
+
 std::string_view recompute_name(Recompute r);
 std::string_view algorithm_name(CollectiveAlgorithm a);
 /** @brief The algorithm algorithm_name() spells `name`, or nullopt. */
@@ -96,6 +104,7 @@ struct PlanSpec {
   bool bucket_all_reduce = true;
   bool flash_attention = false;
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto;
+  Framework framework = Framework::kDeepSpeed;
   Bytes workspace{1.0 * kGiB};  ///< [guess] GEMM workspaces, allocator fragmentation, temporaries
   PartitionSpec partition;      ///< resolved shard factors (from zero_stage, mics_shard_size or explicit)
   int hierarchy_levels = 0;     ///< > 0: the multi-level hierarchical partitioning over this many levels

@@ -45,9 +45,9 @@ std::string plan_line(const scenario::Scenario& s, const scenario::Evaluation& e
   const auto& p = s.plan;
   const std::string offload =
       p.offload.optimizer ? fmt::format(", optimizer offloaded to the CPU ({:.0f}%)", 100.0 * p.offload.ratio) : "";
-  return fmt::format("{}{}, dp {} x tp {} x pp {}, micro-batch {}, global batch {} ({} micro-batch{}), recompute {}, "
+  return fmt::format("{}{} ({}), dp {} x tp {} x pp {}, micro-batch {}, global batch {} ({} micro-batch{}), recompute {}, "
                      "overlap {}, flash-attention {}, collectives {}",
-                     ev.strategy, offload, p.dp, p.tp, p.pp, p.micro_batch, p.global_batch, ev.grad_accumulation,
+                     ev.strategy, offload, core::framework_name(p.framework), p.dp, p.tp, p.pp, p.micro_batch, p.global_batch, ev.grad_accumulation,
                      ev.grad_accumulation == 1 ? "" : "es", core::recompute_name(p.recompute),
                      p.overlaps_comm() ? "on" : "off", p.flash_attention ? "on" : "off", core::algorithm_name(p.algorithm)) +
          (compression_line(p.compression).empty() ? "" : ", compressed: " + compression_line(p.compression));
@@ -85,9 +85,9 @@ std::string render_table(const scenario::Scenario& s, const scenario::Evaluation
     o += fmt::format("library   {}: its tuning model, latency x{:.3g} (network hops x{:.3g}) ({})\n",
                      core::library_name(lib.family), lib.latency_scale, lib.net_latency_scale, lib.source);
   }
-  if (s.plan.shards().params > 1 && c.host.module_hook.value() > 0.0) {
-    o += fmt::format("host      {:.3g} ms of framework hooks per sharded module and pass ({})\n",
-                     c.host.module_hook.value() * 1e3, c.host.module_hook_source);
+  if (s.plan.shards().params > 1) {
+    o += fmt::format("host      framework hooks {:.3g} ms per fetch + {:.3g} ms per parameter tensor, each pass ({})\n",
+                     c.host.fetch_hook.value() * 1e3, c.host.tensor_hook.value() * 1e3, c.host.hook_source);
   }
   o += fmt::format("plan      {}\n", plan_line(s, ev));
   o += fmt::format("engine    {} ({} tasks)\n\n", engine::engine_name(s.engine), ev.tasks);
@@ -282,7 +282,10 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
                     {"compute_units", c.device.compute_units},
                     {"kernel_overhead_s", c.device.kernel_overhead.value()},
                     {"source", c.device.efficiency_source}}},
-                  {"host", {{"module_hook_s", c.host.module_hook.value()}, {"module_hook_source", c.host.module_hook_source}}},
+                  {"host",
+                   {{"fetch_hook_s", c.host.fetch_hook.value()},
+                    {"tensor_hook_s", c.host.tensor_hook.value()},
+                    {"hook_source", c.host.hook_source}}},
                   {"levels", levels},
                   {"collective_library",
                    {{"library", core::library_name(c.library.family)},
@@ -300,6 +303,7 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
                {"grad_accumulation", ev.grad_accumulation},
                {"recompute", core::recompute_name(p.recompute)},
                {"zero_stage", p.zero_stage},
+               {"framework", core::framework_name(p.framework)},
                {"overlap_comm", p.overlaps_comm()},
                {"flash_attention", p.flash_attention},
                {"collective_algorithm", core::algorithm_name(p.algorithm)},

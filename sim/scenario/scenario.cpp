@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <limits>
 #include <sstream>
+#include <utility>
 
 #include "sim/scenario/config_node.hpp"
 #include "sim/scenario/hf_config.hpp"
@@ -130,13 +131,15 @@ void apply_device(const ConfigNode& n, core::DeviceSpec& d) {
 }
 
 void apply_host(const ConfigNode& n, core::HostSpec& h) {
-  n.expect_map({"memory", "memory_bandwidth", "link_bandwidth", "module_hook"});
+  n.expect_map({"memory", "memory_bandwidth", "link_bandwidth", "fetch_hook", "tensor_hook"});
   if (auto v = n.find("memory")) h.memory = v->as_bytes();
   if (auto v = n.find("memory_bandwidth")) h.memory_bandwidth = v->as_bandwidth();
   if (auto v = n.find("link_bandwidth")) h.link_bandwidth = v->as_bandwidth();
-  if (auto v = n.find("module_hook")) {
-    h.module_hook = v->as_duration();
-    h.module_hook_source = n.file();
+  for (auto [key, field] : {std::pair{"fetch_hook", &h.fetch_hook}, std::pair{"tensor_hook", &h.tensor_hook}}) {
+    if (auto v = n.find(key)) {
+      *field = v->as_duration();
+      h.hook_source = n.file();
+    }
   }
 }
 
@@ -463,7 +466,7 @@ core::PlanSpec parse_plan(const ConfigNode& n, PlanDeferred& later) {
                 "flash_attention", "collective_algorithm", "workspace", "partition", "mics_shard_size",
                 "zero_hpz_partition_size", "zero_quantized_weights", "zero_quantized_gradients",
                 "quantization_block", "qgz_hops", "hierarchy", "virtual_stages", "sequence_parallel",
-                "compression", "offload_optimizer"});
+                "compression", "offload_optimizer", "framework"});
   core::PlanSpec p;
   if (auto v = n.find("dp")) p.dp = v->as_positive_int();
   if (auto v = n.find("tp")) p.tp = v->as_positive_int();
@@ -485,6 +488,7 @@ core::PlanSpec parse_plan(const ConfigNode& n, PlanDeferred& later) {
   if (auto v = n.find("overlap_comm")) p.overlap_comm = v->as_bool();
   if (auto v = n.find("use_multi_rank_bucket_allreduce")) p.bucket_all_reduce = v->as_bool();
   if (auto v = n.find("flash_attention")) p.flash_attention = v->as_bool();
+  if (auto v = n.find("framework")) p.framework = *core::parse_framework(v->as_choice({"deepspeed", "fsdp"}));
   if (auto v = n.find("collective_algorithm")) {
     p.algorithm = *core::parse_algorithm(v->as_choice({"auto", "ring", "tree", "hierarchical", "best"}));
   }
@@ -753,6 +757,19 @@ void resolve_and_check(Scenario& s, const ConfigNode& root, const PlanDeferred& 
       o.fail(fmt::format("cluster '{}' describes no host (memory, memory_bandwidth, link_bandwidth)", s.cluster.name));
     }
   }
+  if (p.framework == core::Framework::kFsdp) {
+    // FSDP's sharding strategies: FULL_SHARD (all of P, G, OS over the data-parallel ranks), HYBRID_SHARD (over a
+    // shard group, replicated across groups) and NO_SHARD (DDP); not SHARD_GRAD_OP, ZeRO++ or offload.
+    const core::PartitionSpec sh = p.shards();
+    const bool layout = sh.params == sh.grads && sh.grads == sh.optimizer && sh.secondary == 0;
+    if (!layout || p.quantization.weights || p.quantization.gradients || p.offload.optimizer || p.hierarchy_levels > 0 ||
+        p.pp > 1) {
+      at("framework").fail(fmt::format(
+          "framework fsdp models FULL_SHARD (zero_stage 3), HYBRID_SHARD (mics_shard_size) and NO_SHARD (zero_stage 0) "
+          "without pipelines, ZeRO++ or offload; this plan shards P/G/OS over {}/{}/{} ranks{}{}",
+          sh.params, sh.grads, sh.optimizer, p.pp > 1 ? " with pp > 1" : "", p.offload.optimizer ? " with offload" : ""));
+    }
+  }
   if (p.pp > 1 && (p.zero_stage > 1 || !p.is_plain_zero())) {
     at(p.zero_stage > 1 ? "zero_stage" : "pp")
         .fail("pipeline parallelism runs with DDP or ZeRO-1 only (as in DeepSpeed's pipeline engine and Megatron's "
@@ -1003,9 +1020,10 @@ std::string cluster_to_yaml(const core::ClusterSpec& c) {
   }
   o += fmt::format("  compute_units: {}\n  kernel_overhead: {}us\n", c.device.compute_units,
                    c.device.kernel_overhead.value() * 1e6);
-  o += fmt::format("host: {{memory: {}, memory_bandwidth: {}GB/s, link_bandwidth: {}GB/s, module_hook: {}us}}\n",
+  o += fmt::format("host: {{memory: {}, memory_bandwidth: {}GB/s, link_bandwidth: {}GB/s, fetch_hook: {}us, "
+                   "tensor_hook: {}us}}\n",
                    yaml_bytes(c.host.memory.value()), c.host.memory_bandwidth.value() / 1e9,
-                   c.host.link_bandwidth.value() / 1e9, c.host.module_hook.value() * 1e6);
+                   c.host.link_bandwidth.value() / 1e9, c.host.fetch_hook.value() * 1e6, c.host.tensor_hook.value() * 1e6);
   o += "network:\n";
   for (std::size_t i = 0; i < c.levels.size(); ++i) {
     const auto& l = c.levels[i];

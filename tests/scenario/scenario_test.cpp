@@ -136,6 +136,19 @@ TEST(Scenario, OutOfRangeChoicesAndTypes) {
   expect_error(replace(kGood, "zero_stage: 3", "zero_stage: three"), {7, 15, "plan.zero_stage", "expected an integer"});
 }
 
+// plan.framework picks whose schedule the plan follows; FSDP takes the layouts it has and refuses the rest.
+TEST(Scenario, FrameworkKeyAndWhatFsdpModels) {
+  const auto fsdp = parse_scenarios(replace(kGood, "zero_stage: 3", "zero_stage: 3\n  framework: fsdp"), "s.yaml").at(0);
+  EXPECT_EQ(fsdp.plan.framework, core::Framework::kFsdp);
+  EXPECT_EQ(parse_scenarios(kGood, "s.yaml").at(0).plan.framework, core::Framework::kDeepSpeed);
+  expect_error(replace(kGood, "zero_stage: 3", "zero_stage: 3\n  framework: fsdp2"),
+               {8, 14, "plan.framework", "deepspeed, fsdp"});
+  expect_error(replace(kGood, "zero_stage: 3", "zero_stage: 2\n  framework: fsdp"),
+               {8, 14, "plan.framework", "FULL_SHARD"});
+  expect_error(replace(kGood, "zero_stage: 3", "zero_stage: 3\n  framework: fsdp\n  zero_hpz_partition_size: 8"),
+               {8, 14, "plan.framework", "ZeRO++"});
+}
+
 TEST(Scenario, DeviceWithoutTheModelsDtype) {
   expect_error(replace(kGood, "preset: dgx-h100\n  nodes: 2", "preset: lassen\n  nodes: 4"),
                {2, 8, "model", "no bf16 peak"});

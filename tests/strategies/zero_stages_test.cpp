@@ -151,11 +151,11 @@ TEST(ZeroStages, OverlapNeverHurtsAndOffPutsEverythingOnTheComputeStream) {
     // Without the framework's host thread (below): the GPU's streams alone.
     Lowered on(stage, 2);
     on.plan.overlap_comm = true;
-    on.cluster.host.module_hook = core::Seconds(0.0);
+    on.cluster.host.fetch_hook = on.cluster.host.tensor_hook = core::Seconds(0.0);
     PartitionedStrategy().lower(LoweringInput{on.model, on.cluster, on.plan, on.costs}, on.g);
     Lowered off(stage, 2);
     off.plan.overlap_comm = false;
-    off.cluster.host.module_hook = core::Seconds(0.0);
+    off.cluster.host.fetch_hook = off.cluster.host.tensor_hook = core::Seconds(0.0);
     PartitionedStrategy().lower(LoweringInput{off.model, off.cluster, off.plan, off.costs}, off.g);
     for (const auto& t : off.g.tasks()) EXPECT_EQ(t.stream, graph::Stream::kCompute);
     engine::AnalyticalEngine e1(on.cluster, core::CollectiveAlgorithm::kAuto);
@@ -168,11 +168,12 @@ TEST(ZeroStages, OverlapNeverHurtsAndOffPutsEverythingOnTheComputeStream) {
 }
 
 // ZeRO-3's fetch and release hooks run on the host thread, one task per unit and pass of (submodules x the
-// host's time per module); each unit's compute waits for its hooks, and each gather for the hook that issues it.
+// host's time per fetch + tensors x its time per tensor); each unit's compute waits for its hooks, and each
+// gather for the hook that issues it.
 TEST(ZeroStages, FrameworkHooksRunOnTheHostAheadOfTheComputeTheyIssue) {
   Lowered z3(3, 1);
-  const double hook = z3.cluster.host.module_hook.value();
-  ASSERT_GT(hook, 0.0);
+  const auto& host = z3.cluster.host;
+  ASSERT_GT(host.fetch_hook.value(), 0.0);
   int hooks = 0;
   double hook_time = 0.0;
   for (graph::TaskId t = 0; t < z3.g.size(); ++t) {
@@ -183,9 +184,10 @@ TEST(ZeroStages, FrameworkHooksRunOnTheHostAheadOfTheComputeTheyIssue) {
     EXPECT_EQ(task.kind, TaskKind::kHostCompute);
     EXPECT_EQ(task.stream, graph::Stream::kHostCpu);
   }
-  const int modules = 1 + 4 * 9 + 2;  // embedding, 4 blocks of 9 submodules, final norm and output projection
+  // Embedding, 4 blocks of 9 submodules, final norm and output projection; LLaMA: one tensor each.
+  const int modules = 1 + 4 * 9 + 2;
   EXPECT_EQ(hooks, 2 * static_cast<int>(z3.costs.units.size()));
-  EXPECT_NEAR(hook_time, 2.0 * modules * hook, 1e-12);
+  EXPECT_NEAR(hook_time, 2.0 * host.hook_time(modules, modules).value(), 1e-12);
   // Every forward and backward compute waits on a hook.
   for (graph::TaskId t = 0; t < z3.g.size(); ++t) {
     const auto& task = z3.g.tasks()[t];
@@ -198,14 +200,39 @@ TEST(ZeroStages, FrameworkHooksRunOnTheHostAheadOfTheComputeTheyIssue) {
   }
   // Hooks slower than the GPU work set the pace; stages without sharded parameters have none.
   Lowered slow(3, 1);
-  slow.cluster.host.module_hook = core::Seconds(100.0 * hook);
+  slow.cluster.host.fetch_hook = core::Seconds(100.0 * host.fetch_hook.value());
   PartitionedStrategy().lower(LoweringInput{slow.model, slow.cluster, slow.plan, slow.costs}, slow.g);
   engine::AnalyticalEngine eng(slow.cluster, core::CollectiveAlgorithm::kAuto);
-  EXPECT_GE(eng.run(slow.g).iteration_time.value(), 2.0 * modules * 100.0 * hook);
+  EXPECT_GE(eng.run(slow.g).iteration_time.value(), 2.0 * modules * slow.cluster.host.fetch_hook.value());
   for (int stage = 0; stage <= 2; ++stage) {
     const Lowered s(stage, 1);
     for (const auto& t : s.g.tasks()) EXPECT_NE(t.purpose, Purpose::kFramework) << "stage " << stage;
   }
+}
+
+// FSDP (FULL_SHARD, a unit per decoder layer): one all-gather per unit and pass, each unit's gradients
+// reduce-scattered after its backward, one fetch's hooks per unit, the next unit's gather in flight at most.
+TEST(ZeroStages, FsdpGathersAndReducesPerWrappedBlock) {
+  Lowered ds(3, 2);
+  Lowered fsdp(3, 2);
+  fsdp.plan.framework = core::Framework::kFsdp;
+  PartitionedStrategy().lower(LoweringInput{fsdp.model, fsdp.cluster, fsdp.plan, fsdp.costs}, fsdp.g);
+  const int units = static_cast<int>(fsdp.costs.units.size());
+  auto n = fsdp.count_by_purpose();
+  EXPECT_EQ(n[Purpose::kParamGatherFwd], 2 * units);
+  EXPECT_EQ(n[Purpose::kParamGatherBwd], 2 * units);
+  EXPECT_EQ(n[Purpose::kGradReduce], 2 * units);
+  EXPECT_GT(ds.count_by_purpose()[Purpose::kParamGatherFwd], n[Purpose::kParamGatherFwd]);
+  // The same bytes as DeepSpeed's ZeRO-3, in fewer, larger collectives.
+  EXPECT_NEAR(fsdp.bytes_sent(), ds.bytes_sent(), 1e-6 * ds.bytes_sent());
+  double hooks = 0.0;
+  int tensors = 0;
+  for (const auto& u : fsdp.costs.units) tensors += u.tensors;
+  for (const auto& t : fsdp.g.tasks()) {
+    if (t.purpose == Purpose::kFramework) hooks += t.time_s;
+  }
+  EXPECT_NEAR(hooks, 2.0 * 2.0 * fsdp.cluster.host.hook_time(units, tensors).value(), 1e-12);
+  EXPECT_EQ(zero3_live_units(fsdp.costs, fsdp.model, fsdp.plan), 2);
 }
 
 TEST(ZeroStages, TensorParallelAddsTwoAllReducesPerBlockEachWay) {

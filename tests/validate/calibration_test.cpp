@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <algorithm>
+#include <map>
 #include <tuple>
 #include <set>
 
@@ -124,6 +125,39 @@ TEST(DeviceFit, H100PresetIsTheFitOfItsMeasurements) {
     }
   }
   EXPECT_EQ(c.device.name, "NVIDIA H100 80GB HBM3");
+}
+
+// The framework's host time per fetch and per parameter tensor is the fit of the FSDP2 measurements: per
+// configuration, units per linear layer (fsdp_linear: 7L linears of one tensor, L norm pairs, the root) against
+// units per decoder layer (fsdp: L layers of 9 tensors, the root of 3) over the plain step give the cost per
+// unit a = (extra_linear - extra_layer) / 7L and per tensor b = (extra_layer - (L+1) a) / (9L+3); the medians
+// halved (forward and backward) are the built-in numbers.
+TEST(HostHooks, AreTheFitOfTheFsdpMeasurements) {
+  const auto t = CsvTable::load(std::string(SHARDSIM_SOURCE_DIR) +
+                                "/validate/results/NVIDIA-H100-80GB-HBM3-2026-11-23-fsdp.csv");
+  const auto col = [&](const char* name) { return *t.column(name); };
+  std::map<std::tuple<double, double, std::string>, double> wall;
+  for (std::size_t r = 0; r < t.rows(); ++r) {
+    wall[{t.number(r, col("hidden")), t.number(r, col("layers")), t.cell(r, col("mode"))}] = t.number(r, col("wall_ms"));
+  }
+  std::vector<double> per_unit, per_tensor;
+  for (const auto& [key, plain] : wall) {
+    const auto& [hidden, layers, mode] = key;
+    if (mode != "plain") continue;
+    const double layer = wall.at({hidden, layers, "fsdp"}) - plain;
+    const double linear = wall.at({hidden, layers, "fsdp_linear"}) - plain;
+    const double a = (linear - layer) / (7.0 * layers);
+    per_unit.push_back(a);
+    per_tensor.push_back((layer - (layers + 1.0) * a) / (9.0 * layers + 3.0));
+  }
+  ASSERT_EQ(per_unit.size(), 7u);
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  const core::HostSpec host;
+  EXPECT_NEAR(median(per_unit) / 2.0 * 1e-3 / host.fetch_hook.value(), 1.0, 1e-3);
+  EXPECT_NEAR(median(per_tensor) / 2.0 * 1e-3 / host.tensor_hook.value(), 1.0, 1e-3);
 }
 
 // The H100's slowdown of compute beside collectives is the median of the measured GEMMs beside a 16-block copy
