@@ -121,6 +121,43 @@ std::vector<CollectiveCheckRow> predict_collective_check(const CollectiveCheck& 
   return predict_collective_check(c, *topology::find_cluster_preset(c.cluster));
 }
 
+CollectiveCheckSummary summarize(const std::vector<CollectiveCheckRow>& rows) {
+  CollectiveCheckSummary s;
+  s.rows = rows.size();
+  for (const auto& x : rows) {
+    s.mean_abs += std::abs(x.error());
+    s.max_abs = std::max(s.max_abs, std::abs(x.error()));
+    s.bias += x.error();
+  }
+  const double n = std::max<double>(1.0, static_cast<double>(rows.size()));
+  s.mean_abs /= n;
+  s.bias /= n;
+  return s;
+}
+
+nlohmann::json collective_checks_to_json(const std::vector<CollectiveCheck>& checks) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& c : checks) {
+    const auto r = predict_collective_check(c);
+    const auto s = summarize(r);
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto& x : r) {
+      rows.push_back({{"bytes", x.bytes}, {"measured_s", x.measured_s}, {"predicted_s", x.predicted_s},
+                      {"error", x.error()}, {"algorithm", x.algorithm}, {"protocol", x.protocol}});
+    }
+    out.push_back({{"file", std::filesystem::path(c.path).filename().string()},
+                   {"cluster", c.cluster},
+                   {"op", graph::collective_name(c.op)},
+                   {"ranks", c.ranks},
+                   {"algorithm", core::algorithm_name(c.algorithm)},
+                   {"source", c.source},
+                   {"role", "check"},
+                   {"summary", {{"rows", s.rows}, {"mean_abs_error", s.mean_abs}, {"max_abs_error", s.max_abs}, {"bias", s.bias}}},
+                   {"rows", rows}});
+  }
+  return out;
+}
+
 std::string render_collective_checks(const std::vector<CollectiveCheck>& checks, bool rows) {
   std::string o = "collective benchmarks (check): published nccl-tests runs against the collective library model\n";
   o += fmt::format("  {:<38} {:<10} {:>6} {:>5}  {:>9}  {:>9}  {:>8}\n", "file", "cluster", "ranks", "rows", "mean|err|",
@@ -128,16 +165,10 @@ std::string render_collective_checks(const std::vector<CollectiveCheck>& checks,
   std::string detail;
   for (const auto& c : checks) {
     const auto r = predict_collective_check(c);
-    double sum = 0.0, worst = 0.0, bias = 0.0;
-    for (const auto& x : r) {
-      sum += std::abs(x.error());
-      worst = std::max(worst, std::abs(x.error()));
-      bias += x.error();
-    }
-    const double n = std::max<double>(1.0, static_cast<double>(r.size()));
+    const auto s = summarize(r);
     const std::string name = std::filesystem::path(c.path).filename().string();
     o += fmt::format("  {:<38} {:<10} {:>6} {:>5}  {:>8.1f}%  {:>8.1f}%  {:>+7.1f}%\n", name, c.cluster, c.ranks, r.size(),
-                     100.0 * sum / n, 100.0 * worst, 100.0 * bias / n);
+                     100.0 * s.mean_abs, 100.0 * s.max_abs, 100.0 * s.bias);
     if (!rows) continue;
     detail += fmt::format("\n{} ({} ranks on {};{})\n", name, c.ranks, c.cluster, c.source);
     detail += fmt::format("  {:>12}  {:>12}  {:>12}  {:>8}  {:>5}  {:>7}\n", "size (B)", "measured us", "predicted us",

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "sim/core/cluster_spec.hpp"
 #include "sim/core/plan_spec.hpp"
 #include "validate/collective_runs.hpp"
@@ -43,6 +45,18 @@ std::vector<CollectiveCheck> load_collective_checks(const std::string& dir);
 std::vector<CollectiveCheckRow> predict_collective_check(const CollectiveCheck& c);
 /** @brief As predict_collective_check, on `cluster` (a scenario's machine, a calibration applied). */
 std::vector<CollectiveCheckRow> predict_collective_check(const CollectiveCheck& c, core::ClusterSpec cluster);
+
+/** @brief The error statistics of one file's rows (errors as fractions, signed (predicted - measured) / measured). */
+struct CollectiveCheckSummary {
+  std::size_t rows = 0;
+  double mean_abs = 0.0;
+  double max_abs = 0.0;
+  double bias = 0.0;
+};
+CollectiveCheckSummary summarize(const std::vector<CollectiveCheckRow>& rows);
+
+/** @brief Every file with its machine, what the run forced, its summary and every row, for `validate --json`. */
+nlohmann::json collective_checks_to_json(const std::vector<CollectiveCheck>& checks);
 
 /** @brief Per file: rows, mean and max |error|, bias; with `rows` every row (size, measured, predicted, error, what
  *  the model ran). Fixed precision: the same inputs print the same bytes. */

@@ -214,17 +214,21 @@ int cmd_validate(const std::vector<std::string>& args) {
     }
   }
   const auto report = validate::run_validation(sets, engine, vm["threads"].as<int>());
-  if (vm.count("json")) report::write_file_atomic(vm["json"].as<std::string>(), validate::validation_to_json(report).dump(2) + "\n");
+  // The collective library model against published collective benchmarks, with the whole suite.
+  const bool whole_suite = !vm.count("sets") && (!vm.count("role") || vm["role"].as<std::string>() == "check");
+  const auto checks = whole_suite ? validate::load_collective_checks(dir + "/collectives")
+                                  : std::vector<validate::CollectiveCheck>{};
+  if (vm.count("json")) {
+    auto j = validate::validation_to_json(report);
+    j["collective_checks"] = validate::collective_checks_to_json(checks);
+    report::write_file_atomic(vm["json"].as<std::string>(), j.dump(2) + "\n");
+  }
   if (vm.count("csv")) report::write_file_atomic(vm["csv"].as<std::string>(), validate::validation_to_csv(report));
   if (vm.count("write-bands")) {
     report::write_file_atomic(vm["write-bands"].as<std::string>(), validate::write_error_bands(validate::error_bands(report)));
   }
   std::cout << validate::render_validation(report, vm.count("rows") > 0);
-  // The collective library model against published collective benchmarks, with the whole suite.
-  if (!vm.count("sets") && (!vm.count("role") || vm["role"].as<std::string>() == "check")) {
-    const auto checks = validate::load_collective_checks(dir + "/collectives");
-    if (!checks.empty()) std::cout << "\n" << validate::render_collective_checks(checks, vm.count("rows") > 0);
-  }
+  if (!checks.empty()) std::cout << "\n" << validate::render_collective_checks(checks, vm.count("rows") > 0);
   return kOk;
 }
 

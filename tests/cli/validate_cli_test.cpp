@@ -56,6 +56,19 @@ TEST(Validate, EveryShippedSetRunsAndNoRowThatRanIsRefused) {
     EXPECT_NE(row["refused"].get<std::string>().find(known_refused.at(key)), std::string::npos) << row.dump();
   }
   EXPECT_EQ(refused, static_cast<int>(known_refused.size()));
+  // The collective benchmarks come with the whole suite: every file, its rows, a summary of those rows.
+  ASSERT_EQ(j["collective_checks"].size(), 2u);
+  for (const auto& c : j["collective_checks"]) {
+    ASSERT_GT(c["rows"].size(), 0u) << c["file"];
+    double worst = 0.0;
+    for (const auto& r : c["rows"]) {
+      const double e = r["error"].get<double>();
+      EXPECT_NEAR(e, (r["predicted_s"].get<double>() - r["measured_s"].get<double>()) / r["measured_s"].get<double>(), 1e-12);
+      worst = std::max(worst, std::abs(e));
+    }
+    EXPECT_EQ(c["summary"]["rows"].get<std::size_t>(), c["rows"].size());
+    EXPECT_DOUBLE_EQ(c["summary"]["max_abs_error"].get<double>(), worst);
+  }
 }
 
 // What the seed papers say, next to what the model predicts. A claim either holds (a ratio within 25% and on the
