@@ -3,10 +3,10 @@
 namespace shardsim::strategies {
 
 GatherChain add_module_gathers(graph::TaskGraph& g, std::uint16_t role, graph::Stream stream, graph::Purpose purpose,
-                               std::uint16_t group, double payload, int modules, std::int32_t unit, std::int32_t micro,
+                               std::uint16_t group, double payload, int fetches, std::int32_t unit, std::int32_t micro,
                                std::span<const graph::TaskId> after) {
   GatherChain c;
-  const int n = modules > 0 ? modules : 1;
+  const int n = fetches > 0 ? fetches : 1;
   for (int k = 0; k < n; ++k) {
     const graph::TaskId t = g.add_collective(role, stream, graph::CollectiveOp::kAllGather, purpose, group,
                                              core::Bytes(payload / n), unit, micro);

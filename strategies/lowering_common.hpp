@@ -28,16 +28,16 @@ inline void add_tensor_parallel(graph::TaskGraph& g, std::uint16_t role, std::ui
   }
 }
 
-/** @brief The parameter all-gathers of one unit as DeepSpeed's ZeRO-3 issues them: one collective per submodule
- *  (`modules` of them, each an even share of `payload`: what a ring costs depends on the total only, but every
- *  collective pays the ring's per-step latency), in order on `stream`; the first waits for every task of `after`.
- *  Returns the first and the last. */
+/** @brief The parameter all-gathers of one unit as the framework issues them: one collective per fetch (`fetches`
+ *  of them: each submodule for DeepSpeed's ZeRO-3, the whole unit for FSDP; each an even share of `payload`: what
+ *  a ring costs depends on the total only, but every collective pays the ring's per-step latency), in order on
+ *  `stream`; the first waits for every task of `after`. Returns the first and the last. */
 struct GatherChain {
   graph::TaskId first = 0;
   graph::TaskId last = 0;
 };
 GatherChain add_module_gathers(graph::TaskGraph& g, std::uint16_t role, graph::Stream stream, graph::Purpose purpose,
-                               std::uint16_t group, double payload, int modules, std::int32_t unit, std::int32_t micro,
+                               std::uint16_t group, double payload, int fetches, std::int32_t unit, std::int32_t micro,
                                std::span<const graph::TaskId> after);
 
 /** @brief Copies the plan's compression (per parallel dimension) into the graph's per-purpose codec costs. */

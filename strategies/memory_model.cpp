@@ -103,10 +103,14 @@ MemoryBreakdown rank_memory(const core::ModelSpec& model, const core::ClusterSpe
     buffers = 2.0 * plan.ddp_bucket.value();
     buf_note = "2 gradient buckets";
   } else {
-    const double ipg = (plan.overlaps_comm() ? 2.0 : 1.0) * plan.reduce_bucket.value();
+    // FSDP reduce-scatters a unit's gradients at a time; DeepSpeed fills reduce_bucket-sized buckets.
+    const bool fsdp = plan.framework == core::Framework::kFsdp;
+    const double bucket = fsdp ? largest * core::dtype_bytes(model.grad_dtype) : plan.reduce_bucket.value();
+    const double ipg = (plan.overlaps_comm() ? 2.0 : 1.0) * bucket;
     // The updated-parameter all-gather runs after the step, when no reduce bucket is alive.
     buffers = sh.params < sh.optimizer ? std::max(ipg, plan.allgather_bucket.value()) : ipg;
-    buf_note = plan.overlaps_comm() ? "2 reduce buckets (overlap)" : "1 reduce bucket";
+    buf_note = fsdp ? (plan.overlaps_comm() ? "2 units' gradients (overlap)" : "1 unit's gradients")
+                    : (plan.overlaps_comm() ? "2 reduce buckets (overlap)" : "1 reduce bucket");
     if (plan.quantization.gradients) {
       // qgZ keeps the INT4 copy of a bucket and its received pieces beside the fp16 bucket.
       buffers += (plan.overlaps_comm() ? 2.0 : 1.0) * plan.reduce_bucket.value() * 0.25 * 2.0;

@@ -164,10 +164,10 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
     return g.add_host_work(role, Purpose::kFramework, phase, t, unit, micro);
   };
 
-  // The parameter gathers of a unit of `elements` over `grp` (one per submodule), INT8 when `quantize`, issued
+  // The parameter gathers of a unit of `elements` over `grp` (one per fetch), INT8 when `quantize`, issued
   // once the compute of `wait_unit` is done (the live-parameter bound) and the host has issued them; returns the
   // task the compute waits on.
-  auto gather_params = [&](double elements, int modules, std::uint16_t grp, int shard, bool quantize, Purpose purpose,
+  auto gather_params = [&](double elements, int collectives, std::uint16_t grp, int shard, bool quantize, Purpose purpose,
                            int unit, int micro, std::int32_t wait_unit, const std::vector<TaskId>& computed,
                            std::optional<TaskId> issued_by) {
     const double full = elements * pb;
@@ -178,7 +178,7 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
     if (issued_by) deps[n_deps++] = *issued_by;
     const std::span<const TaskId> after(deps.data(), n_deps);
     if (!quantize) {
-      const GatherChain c = add_module_gathers(g, role, gather_stream, purpose, grp, payload, modules, unit, micro, after);
+      const GatherChain c = add_module_gathers(g, role, gather_stream, purpose, grp, payload, collectives, unit, micro, after);
       g.add_mem(c.first, false, MemKind::kGatheredParams, core::Bytes(full));
       return c.last;
     }
@@ -186,7 +186,7 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
     const TaskId first = g.add_kernel(role, gather_stream, purpose, unit, micro, core::Bytes(elements / shard * (pb + 1.0)));
     for (TaskId a : after) g.add_dep(first, a);
     g.add_mem(first, false, MemKind::kGatheredParams, core::Bytes(full));
-    add_module_gathers(g, role, gather_stream, purpose, grp, payload, modules, unit, micro, {});
+    add_module_gathers(g, role, gather_stream, purpose, grp, payload, collectives, unit, micro, {});
     return g.add_kernel(role, gather_stream, purpose, unit, micro, core::Bytes(elements * (1.0 + pb)));
   };
 

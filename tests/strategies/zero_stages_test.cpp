@@ -144,6 +144,14 @@ TEST(ZeroStages, TimelinePeakStaysWithinTheStaticEstimate) {
       EXPECT_GT(r.roles[0].peak_memory_bytes, s.g.baseline(0)) << "stage " << stage;
     }
   }
+  // FSDP: two units gathered, a unit's gradients per reduce-scatter.
+  Lowered f(3, 2);
+  f.plan.framework = core::Framework::kFsdp;
+  PartitionedStrategy().lower(LoweringInput{f.model, f.cluster, f.plan, f.costs}, f.g);
+  engine::AnalyticalEngine eng(f.cluster, core::CollectiveAlgorithm::kAuto);
+  const auto mb = estimate_memory(f.model, f.cluster, f.plan, f.costs);
+  EXPECT_LE(eng.run(f.g).roles[0].peak_memory_bytes, mb.total.value());
+  EXPECT_LT(mb.total.value(), estimate_memory(f.model, f.cluster, Lowered(3, 2).plan, f.costs).total.value());
 }
 
 TEST(ZeroStages, OverlapNeverHurtsAndOffPutsEverythingOnTheComputeStream) {
