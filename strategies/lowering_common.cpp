@@ -1,5 +1,10 @@
 #include "strategies/lowering_common.hpp"
 
+#include <algorithm>
+#include <limits>
+
+#include "sim/core/dtype.hpp"
+
 namespace shardsim::strategies {
 
 GatherChain add_module_gathers(graph::TaskGraph& g, std::uint16_t role, graph::Stream stream, graph::Purpose purpose,
@@ -17,6 +22,25 @@ GatherChain add_module_gathers(graph::TaskGraph& g, std::uint16_t role, graph::S
     c.last = t;
   }
   return c;
+}
+
+double gradient_bytes(const core::ModelSpec& model, const core::PlanSpec& plan) {
+  if (plan.framework == core::Framework::kMegatron && model.param_dtype == core::Dtype::kBf16) return 4.0;
+  return core::dtype_bytes(model.grad_dtype);
+}
+
+double gradient_bucket_bytes(const core::PlanSpec& plan, double grad_bytes, bool first_stage) {
+  const core::PartitionSpec sh = plan.shards();
+  switch (plan.framework) {
+    case core::Framework::kMegatron:
+      if (!plan.overlaps_comm() || !first_stage) return std::numeric_limits<double>::infinity();
+      return std::max(40e6, 1e6 * plan.dp) * grad_bytes;
+    case core::Framework::kFsdp:
+      if (sh.params > 1) return 0.0;
+      break;
+    case core::Framework::kDeepSpeed: break;
+  }
+  return sh.grads == 1 && sh.optimizer == 1 ? plan.ddp_bucket.value() : plan.reduce_bucket.value();
 }
 
 void apply_compression(graph::TaskGraph& g, const core::PlanSpec& plan) {

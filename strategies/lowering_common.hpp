@@ -4,6 +4,7 @@
 #include <span>
 #include <vector>
 
+#include "sim/core/model_spec.hpp"
 #include "sim/core/plan_spec.hpp"
 #include "sim/graph/task_graph.hpp"
 #include "strategies/model_costs.hpp"
@@ -39,6 +40,18 @@ struct GatherChain {
 GatherChain add_module_gathers(graph::TaskGraph& g, std::uint16_t role, graph::Stream stream, graph::Purpose purpose,
                                std::uint16_t group, double payload, int fetches, std::int32_t unit, std::int32_t micro,
                                std::span<const graph::TaskId> after);
+
+/** @brief Bytes per gradient element as the framework keeps and reduces them: Megatron-LM accumulates and reduces
+ *  in fp32 when training in bf16 (NVIDIA/Megatron-LM@core_v0.9.0 megatron/training/arguments.py:330-336 forces
+ *  accumulate_allreduce_grads_in_fp32), the others in the model's gradient dtype. */
+double gradient_bytes(const core::ModelSpec& model, const core::PlanSpec& plan);
+
+/** @brief The gradient bytes one reduction collects before it is issued, `grad_bytes` per element: PyTorch DDP's
+ *  bucket_cap for DDP, DeepSpeed's reduce_bucket_size, a unit at a time for FSDP (0), and for Megatron-LM the
+ *  whole buffer unless overlap_grad_reduce, then max(40M, 1M x dp) elements (core_v0.9.0
+ *  megatron/core/distributed/distributed_data_parallel.py:54-60), one bucket again on later pipeline stages
+ *  (ibid. l.74-77). */
+double gradient_bucket_bytes(const core::PlanSpec& plan, double grad_bytes, bool first_stage);
 
 /** @brief Copies the plan's compression (per parallel dimension) into the graph's per-purpose codec costs. */
 void apply_compression(graph::TaskGraph& g, const core::PlanSpec& plan);

@@ -7,6 +7,7 @@
 
 #include "sim/core/dtype.hpp"
 #include "sim/core/plan_spec.hpp"
+#include "strategies/lowering_common.hpp"
 #include "strategies/pipeline_layout.hpp"
 
 namespace shardsim::strategies {
@@ -67,7 +68,7 @@ MemoryBreakdown rank_memory(const core::ModelSpec& model, const core::ClusterSpe
                             const std::string& activation_note) {
   MemoryBreakdown mb;
   const double pb = core::dtype_bytes(model.param_dtype);
-  const double gb = core::dtype_bytes(model.grad_dtype);
+  const double gb = gradient_bytes(model, plan);
   const core::PartitionSpec sh = plan.shards();
   const double k = model.optimizer_bytes_per_param();
   double params = 0.0;
@@ -99,13 +100,15 @@ MemoryBreakdown rank_memory(const core::ModelSpec& model, const core::ClusterSpe
 
   double buffers = 0.0;
   std::string buf_note;
-  if (sh.optimizer == 1 && sh.grads == 1) {
+  if (plan.framework == core::Framework::kMegatron) {
+    buf_note = "none: reduced in place in the gradient buffer";  // buckets are views of the contiguous buffer
+  } else if (sh.optimizer == 1 && sh.grads == 1) {
     buffers = 2.0 * plan.ddp_bucket.value();
     buf_note = "2 gradient buckets";
   } else {
     // FSDP reduce-scatters a unit's gradients at a time; DeepSpeed fills reduce_bucket-sized buckets.
     const bool fsdp = plan.framework == core::Framework::kFsdp;
-    const double bucket = fsdp ? largest * core::dtype_bytes(model.grad_dtype) : plan.reduce_bucket.value();
+    const double bucket = fsdp ? largest * gb : plan.reduce_bucket.value();
     const double ipg = (plan.overlaps_comm() ? 2.0 : 1.0) * bucket;
     // The updated-parameter all-gather runs after the step, when no reduce bucket is alive.
     buffers = sh.params < sh.optimizer ? std::max(ipg, plan.allgather_bucket.value()) : ipg;

@@ -132,7 +132,7 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
   }
 
   const double pb = core::dtype_bytes(model.param_dtype);
-  const double gb = core::dtype_bytes(model.grad_dtype);
+  const double gb = gradient_bytes(model, plan);
   const double k = model.optimizer_bytes_per_param();
   const ModelStates states = device_state_bytes(costs.params_per_rank, plan, pb, gb, k);
   g.set_baseline(role, states.total() + plan.workspace.value() + cluster.device.runtime_reserved.value() +
@@ -145,10 +145,8 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
   const int micros = plan.grad_accumulation();
   const bool gather = sh.params > 1;
   const int ahead = gather ? zero3_live_units(costs, model, plan) - 1 : 0;
-  const bool plain_all_reduce = sh.grads == 1 && sh.optimizer == 1;
-  // FSDP reduce-scatters each unit's gradients as soon as its backward is done (a bucket per unit).
   const bool fsdp = plan.framework == core::Framework::kFsdp;
-  const double bucket_bytes = plain_all_reduce ? plan.ddp_bucket.value() : fsdp ? 0.0 : plan.reduce_bucket.value();
+  const double bucket_bytes = gradient_bucket_bytes(plan, gb, true);
   // A bucket reduced into its owners' shards: reduce-scatter, or DeepSpeed ZeRO-1/2's all-reduce of the bucket.
   const CollectiveOp shard_reduce =
       plan.reduces_buckets_by_all_reduce() ? CollectiveOp::kAllReduce : CollectiveOp::kReduceScatter;

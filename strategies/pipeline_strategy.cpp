@@ -46,7 +46,7 @@ void PipelineStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) const
   const std::uint16_t p2p_group = g.add_group({"pp", topology::strided_group_shape(cluster, 2, dp * plan.tp)});
 
   const double pb = core::dtype_bytes(model.param_dtype);
-  const double gb = core::dtype_bytes(model.grad_dtype);
+  const double gb = gradient_bytes(model, plan);
   const double k = model.optimizer_bytes_per_param();
   std::vector<double> stage_params(static_cast<std::size_t>(p), 0.0);
   for (int s = 0; s < p; ++s) {
@@ -60,7 +60,7 @@ void PipelineStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) const
   const Stream reduce_stream = overlap ? Stream::kGradReduce : Stream::kCompute;
   const Stream p2p_stream = overlap ? Stream::kPipeline : Stream::kCompute;
   const CollectiveOp reduce_op = sh.optimizer > 1 ? CollectiveOp::kReduceScatter : CollectiveOp::kAllReduce;
-  const double bucket_bytes = sh.optimizer > 1 ? plan.reduce_bucket.value() : plan.ddp_bucket.value();
+
   const core::Bytes boundary_bytes = core::Bytes(costs.tp_allreduce_bytes.value() / plan.tp);
 
   std::uint16_t role = 0;  // the stage being lowered; the bucket emitter reads it
@@ -74,7 +74,7 @@ void PipelineStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) const
   };
   using Buckets = GradBuckets<decltype(emit_reduction)>;
   std::vector<Buckets> buckets;
-  for (int s = 0; s < p; ++s) buckets.emplace_back(bucket_bytes, overlap, emit_reduction);
+  for (int s = 0; s < p; ++s) buckets.emplace_back(gradient_bucket_bytes(plan, gb, s == 0), overlap, emit_reduction);
 
   auto add_tp = [&](std::int32_t unit, std::int32_t micro, int count) {
     add_tensor_parallel(g, role, tp_group, costs, plan, unit, micro, count);

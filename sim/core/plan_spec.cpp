@@ -43,12 +43,13 @@ std::string_view framework_name(Framework f) {
   switch (f) {
     case Framework::kDeepSpeed: return "deepspeed";
     case Framework::kFsdp: return "fsdp";
+    case Framework::kMegatron: return "megatron";
   }
   return "?";
 }
 
 std::optional<Framework> parse_framework(std::string_view name) {
-  for (auto f : {Framework::kDeepSpeed, Framework::kFsdp}) {
+  for (auto f : {Framework::kDeepSpeed, Framework::kFsdp, Framework::kMegatron}) {
     if (framework_name(f) == name) return f;
   }
   return std::nullopt;
@@ -72,6 +73,8 @@ bool PlanSpec::is_plain_zero() const {
 }
 
 bool PlanSpec::overlaps_comm() const {
+  // Megatron-LM: overlap_grad_reduce is off by default (megatron/core/distributed/distributed_data_parallel_config.py).
+  if (framework == Framework::kMegatron) return overlap_comm.value_or(false);
   return overlap_comm.value_or(!(framework == Framework::kDeepSpeed && pp == 1 && (zero_stage == 1 || zero_stage == 2)));
 }
 

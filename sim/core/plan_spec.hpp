@@ -22,7 +22,10 @@ enum class CollectiveAlgorithm { kAuto, kRing, kTree, kHierarchical, kBest };
 /// each submodule, gradients reduced by reduce_bucket_size bucket). kFsdp: PyTorch FSDP (FULL_SHARD, or
 /// HYBRID_SHARD with a shard group, one unit per decoder layer as the LLaMA recipes wrap it, limit_all_gathers and
 /// BACKWARD_PRE prefetch, each unit's gradients reduce-scattered after its backward), as in PyTorch 2.1-2.11.
-enum class Framework { kDeepSpeed, kFsdp };
+/// kMegatron: Megatron-LM core 0.6-0.9's DDP (zero_stage 0) and distributed optimizer (zero_stage 1): gradients
+/// accumulated and reduced in fp32 when training in bf16, one reduction of the whole buffer after the backward
+/// unless overlap_comm (overlap_grad_reduce), then buckets of max(40M, 1M x dp) elements in the last micro-batch.
+enum class Framework { kDeepSpeed, kFsdp, kMegatron };
 std::string_view framework_name(Framework f);
 std::optional<Framework> parse_framework(std::string_view name);
 
@@ -121,7 +124,7 @@ struct PlanSpec {
    *  DeepSpeed's default, which is on for ZeRO-3 only (deepspeed@v0.14.0 runtime/zero/config.py:130,305-310):
    *  off for data-parallel ZeRO-1/2. Plans outside DeepSpeed's ZeRO optimizer (DDP, which always overlaps; the
    *  partition space beyond the plain stages; pipelines, whose DeepSpeed engine reduces after the flush either
-   *  way) default to on. */
+   *  way) default to on; Megatron-LM's overlap_grad_reduce defaults to off. */
   [[nodiscard]] bool overlaps_comm() const;
   /** @brief True where gradient buckets are all-reduced rather than reduce-scattered: DeepSpeed's ZeRO-1/2
    *  optimizer with bucket_all_reduce (not qgZ, not pipelines). */

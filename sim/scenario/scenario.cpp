@@ -488,7 +488,9 @@ core::PlanSpec parse_plan(const ConfigNode& n, PlanDeferred& later) {
   if (auto v = n.find("overlap_comm")) p.overlap_comm = v->as_bool();
   if (auto v = n.find("use_multi_rank_bucket_allreduce")) p.bucket_all_reduce = v->as_bool();
   if (auto v = n.find("flash_attention")) p.flash_attention = v->as_bool();
-  if (auto v = n.find("framework")) p.framework = *core::parse_framework(v->as_choice({"deepspeed", "fsdp"}));
+  if (auto v = n.find("framework")) {
+    p.framework = *core::parse_framework(v->as_choice({"deepspeed", "fsdp", "megatron"}));
+  }
   if (auto v = n.find("collective_algorithm")) {
     p.algorithm = *core::parse_algorithm(v->as_choice({"auto", "ring", "tree", "hierarchical", "best"}));
   }
@@ -769,6 +771,12 @@ void resolve_and_check(Scenario& s, const ConfigNode& root, const PlanDeferred& 
           "without pipelines, ZeRO++ or offload; this plan shards P/G/OS over {}/{}/{} ranks{}{}",
           sh.params, sh.grads, sh.optimizer, p.pp > 1 ? " with pp > 1" : "", p.offload.optimizer ? " with offload" : ""));
     }
+  }
+  if (p.framework == core::Framework::kMegatron &&
+      (p.zero_stage > 1 || !p.is_plain_zero() || p.hierarchy_levels > 0)) {
+    at("framework").fail(
+        "framework megatron models Megatron-LM's DDP (zero_stage 0) and distributed optimizer (zero_stage 1), "
+        "without ZeRO++, AMSP partitions or offload");
   }
   if (p.pp > 1 && (p.zero_stage > 1 || !p.is_plain_zero())) {
     at(p.zero_stage > 1 ? "zero_stage" : "pp")

@@ -147,6 +147,13 @@ TEST(Scenario, FrameworkKeyAndWhatFsdpModels) {
                {8, 14, "plan.framework", "FULL_SHARD"});
   expect_error(replace(kGood, "zero_stage: 3", "zero_stage: 3\n  framework: fsdp\n  zero_hpz_partition_size: 8"),
                {8, 14, "plan.framework", "ZeRO++"});
+  // Megatron-LM: DDP and the distributed optimizer.
+  EXPECT_EQ(parse_scenarios(replace(kGood, "zero_stage: 3", "zero_stage: 1\n  framework: megatron"), "s.yaml")
+                .at(0)
+                .plan.framework,
+            core::Framework::kMegatron);
+  expect_error(replace(kGood, "zero_stage: 3", "zero_stage: 3\n  framework: megatron"),
+               {8, 14, "plan.framework", "distributed optimizer (zero_stage 1)"});
 }
 
 TEST(Scenario, DeviceWithoutTheModelsDtype) {

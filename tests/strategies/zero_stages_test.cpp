@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <optional>
 
 #include "sim/engine/analytical_engine.hpp"
 #include "strategies/memory_model.hpp"
@@ -241,6 +242,37 @@ TEST(ZeroStages, FsdpGathersAndReducesPerWrappedBlock) {
   }
   EXPECT_NEAR(hooks, 2.0 * 2.0 * fsdp.cluster.host.hook_time(units, tensors).value(), 1e-12);
   EXPECT_EQ(zero3_live_units(fsdp.costs, fsdp.model, fsdp.plan), 2);
+}
+
+// Megatron-LM's DDP: bf16 training reduces fp32 gradients, the whole buffer at once after the backward unless
+// overlap_grad_reduce, then buckets of max(40M, 1M x dp) elements; nothing beside the gradient buffer.
+TEST(ZeroStages, MegatronReducesFp32GradientsFromOneBuffer) {
+  auto lowered = [](std::optional<bool> overlap) {
+    Lowered s(0, 2);
+    s.plan.framework = core::Framework::kMegatron;
+    s.plan.overlap_comm = overlap;
+    PartitionedStrategy().lower(LoweringInput{s.model, s.cluster, s.plan, s.costs}, s.g);
+    return s;
+  };
+  const Lowered plain = lowered(std::nullopt);
+  ASSERT_EQ(plain.model.param_dtype, core::Dtype::kBf16);
+  EXPECT_FALSE(plain.plan.overlaps_comm());
+  EXPECT_EQ(plain.count_by_purpose()[Purpose::kGradReduce], 1);
+  const Lowered deepspeed(0, 2);
+  EXPECT_NEAR(plain.bytes_sent() / deepspeed.bytes_sent(), 2.0, 1e-6);  // fp32 instead of bf16
+  const Lowered overlapped = lowered(true);
+  const double elements = plain.costs.params_per_rank;
+  // Every unit (a 7B block: 202M elements; embedding, head: 131M) fills a 40M-element bucket on its own.
+  EXPECT_EQ(overlapped.count_by_purpose()[Purpose::kGradReduce], static_cast<int>(overlapped.costs.units.size()));
+  const auto mb = estimate_memory(plain.model, plain.cluster, plain.plan, plain.costs);
+  for (const auto& it : mb.items) {
+    if (it.name == "gradients") {
+      EXPECT_DOUBLE_EQ(it.bytes.value(), 4.0 * elements);
+    }
+    if (it.name == "communication buffers") {
+      EXPECT_EQ(it.bytes.value(), 0.0);
+    }
+  }
 }
 
 TEST(ZeroStages, TensorParallelAddsTwoAllReducesPerBlockEachWay) {
