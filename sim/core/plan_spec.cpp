@@ -72,6 +72,29 @@ bool PlanSpec::is_plain_zero() const {
          !offload.optimizer;
 }
 
+std::optional<std::string> PlanSpec::framework_refusal() const {
+  const PartitionSpec sh = shards();
+  switch (framework) {
+    case Framework::kDeepSpeed: return std::nullopt;
+    case Framework::kFsdp: {
+      const bool layout = sh.params == sh.grads && sh.grads == sh.optimizer && sh.secondary == 0;
+      if (layout && !quantization.weights && !quantization.gradients && !offload.optimizer && hierarchy_levels == 0 &&
+          pp == 1) {
+        return std::nullopt;
+      }
+      return "framework fsdp models FULL_SHARD (zero_stage 3), HYBRID_SHARD (mics_shard_size) and NO_SHARD "
+             "(zero_stage 0) without pipelines, ZeRO++ or offload; this plan shards P/G/OS over " +
+             std::to_string(sh.params) + "/" + std::to_string(sh.grads) + "/" + std::to_string(sh.optimizer) +
+             " ranks" + (pp > 1 ? " with pp > 1" : "") + (offload.optimizer ? " with offload" : "");
+    }
+    case Framework::kMegatron:
+      if (zero_stage <= 1 && is_plain_zero() && hierarchy_levels == 0) return std::nullopt;
+      return "framework megatron models Megatron-LM's DDP (zero_stage 0) and distributed optimizer (zero_stage 1), "
+             "without ZeRO++, AMSP partitions or offload";
+  }
+  return std::nullopt;
+}
+
 bool PlanSpec::overlaps_comm() const {
   // Megatron-LM: overlap_grad_reduce is off by default (megatron/core/distributed/distributed_data_parallel_config.py).
   if (framework == Framework::kMegatron) return overlap_comm.value_or(false);

@@ -130,6 +130,11 @@ struct PlanSpec {
    *  optimizer with bucket_all_reduce (not qgZ, not pipelines). */
   [[nodiscard]] bool reduces_buckets_by_all_reduce() const;
 
+  /** @brief Why `framework` cannot run this plan (nullopt: it can). FSDP: FULL_SHARD, HYBRID_SHARD and NO_SHARD
+   *  (P, G and OS sharded alike), without pipelines, ZeRO++, offload or the multi-level hierarchy. Megatron-LM:
+   *  DDP and the distributed optimizer (plain stages 0 and 1). DeepSpeed: everything shardsim lowers. */
+  [[nodiscard]] std::optional<std::string> framework_refusal() const;
+
   /** @brief Micro-batches per iteration per data-parallel rank. Precondition: resolved plan. */
   [[nodiscard]] int grad_accumulation() const { return global_batch / (micro_batch * dp); }
 };

@@ -759,25 +759,7 @@ void resolve_and_check(Scenario& s, const ConfigNode& root, const PlanDeferred& 
       o.fail(fmt::format("cluster '{}' describes no host (memory, memory_bandwidth, link_bandwidth)", s.cluster.name));
     }
   }
-  if (p.framework == core::Framework::kFsdp) {
-    // FSDP's sharding strategies: FULL_SHARD (all of P, G, OS over the data-parallel ranks), HYBRID_SHARD (over a
-    // shard group, replicated across groups) and NO_SHARD (DDP); not SHARD_GRAD_OP, ZeRO++ or offload.
-    const core::PartitionSpec sh = p.shards();
-    const bool layout = sh.params == sh.grads && sh.grads == sh.optimizer && sh.secondary == 0;
-    if (!layout || p.quantization.weights || p.quantization.gradients || p.offload.optimizer || p.hierarchy_levels > 0 ||
-        p.pp > 1) {
-      at("framework").fail(fmt::format(
-          "framework fsdp models FULL_SHARD (zero_stage 3), HYBRID_SHARD (mics_shard_size) and NO_SHARD (zero_stage 0) "
-          "without pipelines, ZeRO++ or offload; this plan shards P/G/OS over {}/{}/{} ranks{}{}",
-          sh.params, sh.grads, sh.optimizer, p.pp > 1 ? " with pp > 1" : "", p.offload.optimizer ? " with offload" : ""));
-    }
-  }
-  if (p.framework == core::Framework::kMegatron &&
-      (p.zero_stage > 1 || !p.is_plain_zero() || p.hierarchy_levels > 0)) {
-    at("framework").fail(
-        "framework megatron models Megatron-LM's DDP (zero_stage 0) and distributed optimizer (zero_stage 1), "
-        "without ZeRO++, AMSP partitions or offload");
-  }
+  if (const auto why = p.framework_refusal()) at("framework").fail(*why);
   if (p.pp > 1 && (p.zero_stage > 1 || !p.is_plain_zero())) {
     at(p.zero_stage > 1 ? "zero_stage" : "pp")
         .fail("pipeline parallelism runs with DDP or ZeRO-1 only (as in DeepSpeed's pipeline engine and Megatron's "

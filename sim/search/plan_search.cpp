@@ -162,6 +162,7 @@ SearchResult search(const scenario::Scenario& base, const SearchSpace& space, in
             // Name the equivalent ZeRO stage so plain points report as ddp / zero-1/2/3.
             const auto& s = l.partition;
             p.zero_stage = s.params == dp && dp > 1 ? 3 : s.grads == dp && dp > 1 ? 2 : s.optimizer == dp && dp > 1 ? 1 : 0;
+            if (p.framework_refusal()) continue;  // a layout the scenario's framework does not have
             plans.push_back(p);
           }
         }

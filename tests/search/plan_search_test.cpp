@@ -46,6 +46,22 @@ TEST(PlanSearch, TheWinnerBeatsEveryPlainZeroStageThatFits) {
   }
 }
 
+// The search stays inside what the scenario's framework has: FSDP's sharding strategies, Megatron's DDP and
+// distributed optimizer.
+TEST(PlanSearch, OnlyLayoutsTheFrameworkHas) {
+  for (const char* fw : {"fsdp", "megatron"}) {
+    auto s = base();
+    s.plan.framework = *core::parse_framework(fw);
+    const auto r = search(s, default_space(s), 1000, 1);
+    ASSERT_FALSE(r.best.empty()) << fw;
+    for (const auto& c : r.best) {
+      EXPECT_FALSE(c.scenario.plan.framework_refusal().has_value()) << fw;
+      EXPECT_EQ(c.scenario.plan.framework, s.plan.framework);
+    }
+    EXPECT_LT(r.best.size(), search(base(), default_space(s), 1000, 1).best.size()) << fw;
+  }
+}
+
 TEST(PlanSearch, SameAnswerWhateverTheThreadCount) {
   const auto s = base();
   const auto a = search(s, default_space(s), 10, 1);
