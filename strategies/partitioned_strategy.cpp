@@ -156,9 +156,12 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
   // The framework's host thread: with sharded parameters, each fetch's hooks run on it before the kernels they
   // precede are issued, in forward and again in backward; a gather is issued by the hook that prefetches it.
   // Compute runs behind the host and waits for it only when the hooks take longer than the GPU work.
+  // FSDP wraps and hooks its units whatever the world size (FULL_SHARD on one rank too); DeepSpeed's ZeRO-3
+  // coordinator runs where parameters are partitioned.
+  const bool hooked = gather || (fsdp && plan.zero_stage == 3);
   auto host_hooks = [&](const UnitCost& c, Phase phase, int unit, int micro) -> std::optional<TaskId> {
     const core::Seconds t = cluster.host.hook_time(fetches(c), c.tensors);
-    if (!gather || t.value() <= 0.0) return std::nullopt;
+    if (!hooked || t.value() <= 0.0) return std::nullopt;
     return g.add_host_work(role, Purpose::kFramework, phase, t, unit, micro);
   };
 

@@ -16,7 +16,7 @@ Prints CSV on stdout:
 hidden,ffn_hidden,heads,layers,seq_len,micro_batch,mode,units,hooked_modules,wall_ms,forward_ms,backward_ms,step_ms,torch,device
 and, after a blank line, `op,bytes,calls,cpu_us_per_call,gpu_us_per_call,torch,device`.
 
-    python3 torch_fsdp.py [--steps 20] [--warmup 5]
+    python3 torch_fsdp.py [--steps 20] [--warmup 5] [--check]
 """
 import argparse
 import os
@@ -32,6 +32,11 @@ CONFIGS = [(256, 688, 4, 8, 256, 1), (256, 688, 4, 16, 256, 1), (256, 688, 4, 32
            (1024, 2816, 8, 8, 2048, 1), (2048, 5632, 16, 8, 2048, 1),
            (4096, 11008, 32, 4, 2048, 1), (4096, 11008, 32, 8, 2048, 1)]
 MODES = ["plain", "hooks", "fsdp", "fsdp_keep", "fsdp_linear"]
+# --check: other shapes (LLaMA-3B/13B-like layers, 4,096 tokens, micro-batch 2), plain and FSDP per decoder layer
+# only, to hold the model's framework hooks against steps they were not fitted to.
+CHECK_CONFIGS = [(3072, 8192, 24, 6, 4096, 1), (5120, 13824, 40, 4, 2048, 1), (4096, 11008, 32, 6, 4096, 1),
+                 (2048, 5632, 16, 12, 4096, 2), (1024, 2816, 8, 16, 2048, 4), (512, 1408, 8, 24, 1024, 1)]
+CHECK_MODES = ["plain", "fsdp"]
 
 
 def median(xs):
@@ -145,6 +150,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--check", action="store_true", help="the check shapes, plain and FSDP per decoder layer")
     a = ap.parse_args()
     if not torch.cuda.is_available():
         print("torch_fsdp.py: no GPU visible to PyTorch", file=sys.stderr)
@@ -156,8 +162,8 @@ def main():
     name = torch.cuda.get_device_name()
     print("hidden,ffn_hidden,heads,layers,seq_len,micro_batch,mode,units,hooked_modules,wall_ms,forward_ms,"
           "backward_ms,step_ms,torch,device", flush=True)
-    for cfg in CONFIGS:
-        for mode in MODES:
+    for cfg in CHECK_CONFIGS if a.check else CONFIGS:
+        for mode in CHECK_MODES if a.check else MODES:
             try:
                 units, hooked, w, f, b, s = run(cfg, mode, a.steps, a.warmup)
             except Exception as e:  # one configuration failing leaves the others measured
@@ -167,6 +173,9 @@ def main():
             h, ffn, heads, layers, seq, mb = cfg
             print(f"{h},{ffn},{heads},{layers},{seq},{mb},{mode},{units},{hooked},{w:.4f},{f:.4f},{b:.4f},{s:.4f},"
                   f"{torch.__version__},{name}", flush=True)
+    if a.check:
+        dist.destroy_process_group()
+        return 0
     print()
     print("op,bytes,calls,cpu_us_per_call,gpu_us_per_call,torch,device")
     try:
