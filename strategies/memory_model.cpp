@@ -46,6 +46,10 @@ double host_state_bytes(double psi, const core::PlanSpec& plan, double optimizer
   return plan.offload.ratio * psi / plan.shards().optimizer * (optimizer_k + 4.0);
 }
 
+bool assembles_units(const core::PlanSpec& plan) {
+  return plan.shards().params > 1 || (plan.framework == core::Framework::kFsdp && plan.zero_stage == 3);
+}
+
 int zero3_live_units(const ModelCosts& costs, const core::ModelSpec& model, const core::PlanSpec& plan) {
   // FSDP's limit_all_gathers lets the next unit's gather run while the current one computes, no further.
   if (plan.framework == core::Framework::kFsdp) return 2;
@@ -92,7 +96,7 @@ MemoryBreakdown rank_memory(const core::ModelSpec& model, const core::ClusterSpe
   }
   mb.items.push_back({"activations", core::Bytes(activations), activation_note});
 
-  if (sh.params > 1) {
+  if (assembles_units(plan)) {
     const int live = zero3_live_units(costs, model, plan);
     mb.items.push_back({"gathered parameters", core::Bytes(live * largest * pb),
                         fmt::format("{} units live (current + prefetch)", live)});

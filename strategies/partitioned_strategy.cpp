@@ -144,7 +144,7 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
   const int units = static_cast<int>(costs.units.size());
   const int micros = plan.grad_accumulation();
   const bool gather = sh.params > 1;
-  const int ahead = gather ? zero3_live_units(costs, model, plan) - 1 : 0;
+  const int ahead = assembles_units(plan) ? zero3_live_units(costs, model, plan) - 1 : 0;
   const bool fsdp = plan.framework == core::Framework::kFsdp;
   const double bucket_bytes = gradient_bucket_bytes(plan, gb, true);
   // A bucket reduced into its owners' shards: reduce-scatter, or DeepSpeed ZeRO-1/2's all-reduce of the bucket.
@@ -158,7 +158,7 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
   // Compute runs behind the host and waits for it only when the hooks take longer than the GPU work.
   // FSDP wraps and hooks its units whatever the world size (FULL_SHARD on one rank too); DeepSpeed's ZeRO-3
   // coordinator runs where parameters are partitioned.
-  const bool hooked = gather || (fsdp && plan.zero_stage == 3);
+  const bool hooked = assembles_units(plan);
   auto host_hooks = [&](const UnitCost& c, Phase phase, int unit, int micro) -> std::optional<TaskId> {
     const core::Seconds t = cluster.host.hook_time(fetches(c), c.tensors);
     if (!hooked || t.value() <= 0.0) return std::nullopt;
@@ -166,8 +166,10 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
   };
 
   // The parameter gathers of a unit of `elements` over `grp` (one per fetch), INT8 when `quantize`, issued
-  // once the compute of `wait_unit` is done (the live-parameter bound) and the host has issued them; returns the
-  // task the compute waits on.
+  // once the compute of `wait_unit` is done (the live-parameter bound) and the host has issued them, then the
+  // copy out of the gathered buffer into the parameters (DeepSpeed: a torch.cat per parameter after the wait;
+  // FSDP2: split_with_sizes_copy), a read and a write of the unit; qwZ's dequantisation writes them itself. On
+  // one rank (FSDP's FULL_SHARD without peers) only the copy. Returns the task the compute waits on.
   auto gather_params = [&](double elements, int collectives, std::uint16_t grp, int shard, bool quantize, Purpose purpose,
                            int unit, int micro, std::int32_t wait_unit, const std::vector<TaskId>& computed,
                            std::optional<TaskId> issued_by) {
@@ -179,9 +181,20 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
     if (issued_by) deps[n_deps++] = *issued_by;
     const std::span<const TaskId> after(deps.data(), n_deps);
     if (!quantize) {
-      const GatherChain c = add_module_gathers(g, role, gather_stream, purpose, grp, payload, collectives, unit, micro, after);
-      g.add_mem(c.first, false, MemKind::kGatheredParams, core::Bytes(full));
-      return c.last;
+      std::optional<TaskId> gathered;
+      if (gather) {
+        const GatherChain c = add_module_gathers(g, role, gather_stream, purpose, grp, payload, collectives, unit, micro, after);
+        g.add_mem(c.first, false, MemKind::kGatheredParams, core::Bytes(full));
+        gathered = c.last;
+      }
+      const TaskId copy = g.add_kernel(role, gather_stream, purpose, unit, micro, core::Bytes(2.0 * full));
+      if (gathered) {
+        g.add_dep(copy, *gathered);
+      } else {
+        for (TaskId a : after) g.add_dep(copy, a);
+        g.add_mem(copy, false, MemKind::kGatheredParams, core::Bytes(full));
+      }
+      return copy;
     }
     // Quantise this rank's shard before sending (qwZ), gather, dequantise what arrived.
     const TaskId first = g.add_kernel(role, gather_stream, purpose, unit, micro, core::Bytes(elements / shard * (pb + 1.0)));
@@ -206,6 +219,9 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
     auto kernel = [&](double traffic) {
       chain(g.add_kernel(role, reduce_stream, Purpose::kGradReduce, unit, micro, core::Bytes(traffic)));
     };
+    // ZeRO-3 and FSDP lay the bucket's gradients out rank by rank before reducing it (DeepSpeed's
+    // reduce_scatter_coalesced: torch.cat; FSDP2: chunk_cat): a read and a write of the bucket.
+    if (hooked && !quant.gradients) kernel(2.0 * bytes);
     if (sh.grads > 1) {
       if (quant.gradients) {
         kernel(bytes + quantized_bytes(elements, 4.0, quant.block));  // quantise the bucket to INT4
@@ -256,13 +272,13 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
       const UnitCost& c = costs.units[static_cast<std::size_t>(u)];
       const auto h = fwd_host[static_cast<std::size_t>(u)] = host_hooks(c, Phase::kForward, u, mb);
       TaskId ready = 0;
-      if (gather) {
+      if (hooked) {
         ready = gather_params(c.params, fetches(c), p_group, sh.params, quant.weights, Purpose::kParamGatherFwd, u, mb,
                               u - ahead - 1, fwd_compute, fwd_host[static_cast<std::size_t>(std::max(0, u - ahead))]);
       }
       const TaskId f = g.add_compute(role, Phase::kForward, u, mb, c.fwd_flops, c.fwd_mem, c.fwd_time);
       if (h) g.add_dep(f, *h);
-      if (gather) {
+      if (hooked) {
         g.add_dep(f, ready);
         g.add_mem(f, true, MemKind::kGatheredParams, core::Bytes(-c.params * pb));
       }
@@ -271,13 +287,14 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
       add_tp(u, mb, c.tp_allreduces);
     }
 
-    // With optimizer offload even a single rank's gradients leave by bucket: to the host, for CPU Adam.
-    const bool reduce_now = (n > 1 || plan.offload.optimizer) && (sh.grads > 1 || mb == micros - 1);
+    // With optimizer offload even a single rank's gradients leave by bucket: to the host, for CPU Adam; FSDP on
+    // one rank still lays each unit's gradients out for its reduce-scatter.
+    const bool reduce_now = (n > 1 || plan.offload.optimizer || (fsdp && hooked)) && (sh.grads > 1 || mb == micros - 1 || fsdp);
     for (int u = units - 1; u >= 0; --u) {
       const UnitCost& c = costs.units[static_cast<std::size_t>(u)];
       const auto h = bwd_host[static_cast<std::size_t>(u)] = host_hooks(c, Phase::kBackward, u, mb);
       TaskId ready = 0;
-      if (gather) {
+      if (hooked) {
         const int wait = u + ahead + 1 < units ? u + ahead + 1 : -1;
         const auto issued_by = bwd_host[static_cast<std::size_t>(std::min(units - 1, u + ahead))];
         // hpZ: the backward gather reads the fp16 secondary copy inside the node; otherwise it repeats the
@@ -295,16 +312,16 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
         const TaskId r =
             g.add_compute(role, Phase::kRecompute, u, mb, c.recompute_flops, c.recompute_mem, c.recompute_time);
         if (h) g.add_dep(r, *h);
-        if (gather) g.add_dep(r, ready);
+        if (hooked) g.add_dep(r, ready);
         if (must_wait) g.add_dep(r, wait_on);
         g.add_mem(r, false, MemKind::kActivations, c.act_transient);
         if (plan.recompute == core::Recompute::kFull) add_tp(u, mb, c.tp_allreduces);
       }
       const TaskId b = g.add_compute(role, Phase::kBackward, u, mb, c.bwd_flops, c.bwd_mem, c.bwd_time);
       if (h && !recompute) g.add_dep(b, *h);
-      if (gather) g.add_dep(b, ready);
+      if (hooked) g.add_dep(b, ready);
       if (must_wait && !recompute) g.add_dep(b, wait_on);
-      if (gather) g.add_mem(b, true, MemKind::kGatheredParams, core::Bytes(-c.params * pb));
+      if (hooked) g.add_mem(b, true, MemKind::kGatheredParams, core::Bytes(-c.params * pb));
       g.add_mem(b, true, u == units - 1 ? MemKind::kLogits : MemKind::kActivations,
                 core::Bytes(-c.act_saved.value()));
       if (recompute) g.add_mem(b, true, MemKind::kActivations, core::Bytes(-c.act_transient.value()));

@@ -93,7 +93,7 @@ TEST(Validate, PaperClaims) {
       {"rank-13b-1024", {false, 0}},
       {"amsp-v1-scaling-13b", {true, 0}},
       // Frontier (arXiv 2501.04266): ZeRO++ 1.405x ZeRO-3, the 3-level scheme 1.71x ZeRO++, efficiency 0.94.
-      {"frontier-zeropp-over-zero3", {false, 1.044}},
+      {"frontier-zeropp-over-zero3", {true, 0}},  // 1.06x: inside the 25% band by a hair
       {"frontier-3level-over-zeropp", {false, 1.000}},
       {"frontier-3level-scaling", {true, 0}},
       // Lassen (arXiv 2409.02423): naive compression +22.5%, hybrid +17.3% TFLOPS/GPU.
