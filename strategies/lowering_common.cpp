@@ -36,7 +36,7 @@ double gradient_bucket_bytes(const core::PlanSpec& plan, double grad_bytes, bool
       if (!plan.overlaps_comm() || !first_stage) return std::numeric_limits<double>::infinity();
       return std::max(40e6, 1e6 * plan.dp) * grad_bytes;
     case core::Framework::kFsdp:
-      if (sh.params > 1) return 0.0;
+      if (sh.params > 1 || plan.zero_stage == 3) return 0.0;  // FULL_SHARD and HYBRID_SHARD, on one rank too
       break;
     case core::Framework::kDeepSpeed: break;
   }
