@@ -43,6 +43,12 @@ double gradient_bucket_bytes(const core::PlanSpec& plan, double grad_bytes, bool
   return sh.grads == 1 && sh.optimizer == 1 ? plan.ddp_bucket.value() : plan.reduce_bucket.value();
 }
 
+double host_block_time(const core::HostSpec& host, const UnitCost& c, graph::Phase phase, core::Recompute recompute) {
+  if (!c.block) return 0.0;
+  if (phase == graph::Phase::kForward) return host.block_forward.value();
+  return host.block_backward.value() + (recompute == core::Recompute::kFull ? host.block_forward.value() : 0.0);
+}
+
 void apply_compression(graph::TaskGraph& g, const core::PlanSpec& plan) {
   auto cost = [](const core::CompressionSpec& c) {
     graph::CodecCost k;

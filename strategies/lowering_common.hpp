@@ -4,6 +4,7 @@
 #include <span>
 #include <vector>
 
+#include "sim/core/cluster_spec.hpp"
 #include "sim/core/model_spec.hpp"
 #include "sim/core/plan_spec.hpp"
 #include "sim/graph/task_graph.hpp"
@@ -52,6 +53,11 @@ double gradient_bytes(const core::ModelSpec& model, const core::PlanSpec& plan);
  *  megatron/core/distributed/distributed_data_parallel.py:54-60), one bucket again on later pipeline stages
  *  (ibid. l.74-77). */
 double gradient_bucket_bytes(const core::PlanSpec& plan, double grad_bytes, bool first_stage);
+
+/** @brief The framework thread's time to run unit `c` eagerly in `phase` (forward, or backward with the forward
+ *  again under full recomputation): the host's per-block times for a transformer block, nothing for the embedding
+ *  and the head. */
+double host_block_time(const core::HostSpec& host, const UnitCost& c, graph::Phase phase, core::Recompute recompute);
 
 /** @brief Copies the plan's compression (per parallel dimension) into the graph's per-purpose codec costs. */
 void apply_compression(graph::TaskGraph& g, const core::PlanSpec& plan);

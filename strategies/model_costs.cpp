@@ -41,6 +41,7 @@ ModelCosts compute_model_costs(const core::ModelSpec& m, const core::PlanSpec& p
 
   // ---- one transformer block ----
   UnitCost blk;
+  blk.block = true;
   // GEMM weights split over TP; biases and norms counted as replicated (a slight over-count for the
   // column-parallel biases, under 0.01% of a block).
   const double sharded = m.matmul_params_per_layer();

@@ -31,6 +31,7 @@ struct UnitCost {
   int tp_allreduces = 0;      ///< Megatron all-reduces in forward (same count in backward)
   int modules = 1;            ///< submodules holding parameters (linears, norms, embeddings): ZeRO-3 fetches each
   int tensors = 1;            ///< parameter tensors in them (weights, biases, norm scales and shifts)
+  bool block = false;         ///< a transformer block (not the embedding or the head)
   /// durations on the device from its kernels (kernel_model.hpp); negative: not timed (no device given), the
   /// engine then runs the FLOPs and bytes above at the device's flat rates
   core::Seconds fwd_time{-1.0}, bwd_time{-1.0}, recompute_time{-1.0};

@@ -153,16 +153,16 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
 
   // What the framework fetches at once: DeepSpeed ZeRO-3 each submodule, FSDP the wrapped block (one unit).
   auto fetches = [&](const UnitCost& c) { return fsdp ? 1 : c.modules; };
-  // The framework's host thread: with sharded parameters, each fetch's hooks run on it before the kernels they
-  // precede are issued, in forward and again in backward; a gather is issued by the hook that prefetches it.
-  // Compute runs behind the host and waits for it only when the hooks take longer than the GPU work.
   // FSDP wraps and hooks its units whatever the world size (FULL_SHARD on one rank too); DeepSpeed's ZeRO-3
   // coordinator runs where parameters are partitioned.
   const bool hooked = assembles_units(plan);
-  auto host_hooks = [&](const UnitCost& c, Phase phase, int unit, int micro) -> std::optional<TaskId> {
-    const core::Seconds t = cluster.host.hook_time(fetches(c), c.tensors);
-    if (!hooked || t.value() <= 0.0) return std::nullopt;
-    return g.add_host_work(role, Purpose::kFramework, phase, t, unit, micro);
+  // The framework's host thread, one task per unit and pass: the eager model code (host_block_time) and, where
+  // parameters are assembled unit by unit, each fetch's hooks, which also issue the gathers they prefetch.
+  auto host_work = [&](const UnitCost& c, Phase phase, int unit, int micro) -> std::optional<TaskId> {
+    double t = host_block_time(cluster.host, c, phase, plan.recompute);
+    if (hooked) t += cluster.host.hook_time(fetches(c), c.tensors).value();
+    if (t <= 0.0) return std::nullopt;
+    return g.add_host_work(role, Purpose::kFramework, phase, core::Seconds(t), unit, micro);
   };
 
   // The parameter gathers of a unit of `elements` over `grp` (one per fetch), INT8 when `quantize`, issued
@@ -270,7 +270,7 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
   for (int mb = 0; mb < micros; ++mb) {
     for (int u = 0; u < units; ++u) {
       const UnitCost& c = costs.units[static_cast<std::size_t>(u)];
-      const auto h = fwd_host[static_cast<std::size_t>(u)] = host_hooks(c, Phase::kForward, u, mb);
+      const auto h = fwd_host[static_cast<std::size_t>(u)] = host_work(c, Phase::kForward, u, mb);
       TaskId ready = 0;
       if (hooked) {
         ready = gather_params(c.params, fetches(c), p_group, sh.params, quant.weights, Purpose::kParamGatherFwd, u, mb,
@@ -292,7 +292,7 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
     const bool reduce_now = (n > 1 || plan.offload.optimizer || (fsdp && hooked)) && (sh.grads > 1 || mb == micros - 1 || fsdp);
     for (int u = units - 1; u >= 0; --u) {
       const UnitCost& c = costs.units[static_cast<std::size_t>(u)];
-      const auto h = bwd_host[static_cast<std::size_t>(u)] = host_hooks(c, Phase::kBackward, u, mb);
+      const auto h = bwd_host[static_cast<std::size_t>(u)] = host_work(c, Phase::kBackward, u, mb);
       TaskId ready = 0;
       if (hooked) {
         const int wait = u + ahead + 1 < units ? u + ahead + 1 : -1;

@@ -83,6 +83,14 @@ void PipelineStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) const
   std::vector<std::optional<TaskId>> fwd_done(cm), bwd_done(cm);
   auto at = [&](int chunk, int micro) { return static_cast<std::size_t>(chunk) * static_cast<std::size_t>(m) + micro; };
 
+  // Each stage's framework thread runs its blocks eagerly, in the schedule's order; compute waits for it where
+  // the GPU work is shorter.
+  auto host_work = [&](const UnitCost& c, Phase phase, int unit, int micro) -> std::optional<TaskId> {
+    const double t = host_block_time(cluster.host, c, phase, plan.recompute);
+    if (t <= 0.0) return std::nullopt;
+    return g.add_host_work(role, Purpose::kFramework, phase, core::Seconds(t), unit, micro);
+  };
+
   auto lower_forward = [&](const PipelineOp& op) {
     std::optional<TaskId> recv;
     if (op.chunk > 0) {
@@ -94,7 +102,9 @@ void PipelineStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) const
     bool first = true;
     for (int u : layout.units(op.chunk)) {
       const UnitCost& c = costs.units[static_cast<std::size_t>(u)];
+      const auto h = host_work(c, Phase::kForward, u, op.micro);
       last = g.add_compute(role, Phase::kForward, u, op.micro, c.fwd_flops, c.fwd_mem, c.fwd_time);
+      if (h) g.add_dep(last, *h);
       if (first && recv) g.add_dep(last, *recv);
       first = false;
       g.add_mem(last, false, u == static_cast<int>(costs.units.size()) - 1 ? MemKind::kLogits : MemKind::kActivations,
@@ -119,18 +129,21 @@ void PipelineStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) const
     for (auto it = units.rbegin(); it != units.rend(); ++it) {
       const int u = *it;
       const UnitCost& c = costs.units[static_cast<std::size_t>(u)];
+      const auto h = host_work(c, Phase::kBackward, u, op.micro);
       TaskId wait_on = 0;
       const bool must_wait = reduce && bk.must_wait(wait_on);
       const bool recompute = c.recompute_flops.value() > 0.0 || c.recompute_mem.value() > 0.0;
       if (recompute) {
         const TaskId r =
             g.add_compute(role, Phase::kRecompute, u, op.micro, c.recompute_flops, c.recompute_mem, c.recompute_time);
+        if (h) g.add_dep(r, *h);
         if (first && recv) g.add_dep(r, *recv);
         if (must_wait) g.add_dep(r, wait_on);
         g.add_mem(r, false, MemKind::kActivations, c.act_transient);
         if (plan.recompute == core::Recompute::kFull) add_tp(u, op.micro, c.tp_allreduces);
       }
       const TaskId b = g.add_compute(role, Phase::kBackward, u, op.micro, c.bwd_flops, c.bwd_mem, c.bwd_time);
+      if (h && !recompute) g.add_dep(b, *h);
       if (first && recv && !recompute) g.add_dep(b, *recv);
       if (must_wait && !recompute) g.add_dep(b, wait_on);
       first = false;

@@ -68,6 +68,13 @@ struct DeviceSpec {
 /// per pass (the test HostHooks.AreTheFitOfTheFsdpMeasurements refits them). Exposed even with LLaMA-7B layers.
 inline constexpr double kMeasuredFetchHookS = 0.6257e-3;
 inline constexpr double kMeasuredTensorHookS = 0.0917e-3;
+/// Eager PyTorch's host time to run one transformer block, forward and backward (the Python modules, autograd,
+/// the kernel launches), measured on the same host: plain Hugging Face LLaMA steps with 8, 16 and 32 blocks of
+/// hidden 256 (too small for the GPU to set the pace), the least-squares slope of the forward and backward spans
+/// per block (validate/results/NVIDIA-H100-80GB-HBM3-2026-11-23-fsdp.csv; the test
+/// HostHooks.AreTheFitOfTheFsdpMeasurements refits them).
+inline constexpr double kMeasuredBlockForwardS = 1.3407e-3;
+inline constexpr double kMeasuredBlockBackwardS = 2.1835e-3;
 
 struct HostSpec {
   Bytes memory;
@@ -78,7 +85,13 @@ struct HostSpec {
   /// in it (copy-in/copy-out, views). Measured for FSDP2 on one host; DeepSpeed and other hosts a guess.
   Seconds fetch_hook{kMeasuredFetchHookS};
   Seconds tensor_hook{kMeasuredTensorHookS};
-  std::string hook_source = "FSDP2 on an H100 host (validate/results/); for DeepSpeed ZeRO-3 and this host [guess]";
+  std::string hook_source =
+      "measured with Hugging Face LLaMA and FSDP2 on an H100 host (validate/results/); other code and hosts [guess]";
+  /// The framework thread's time to run one transformer block eagerly, per pass; compute waits for it where the
+  /// GPU work is shorter. Measured for Hugging Face LLaMA on PyTorch 2.11 on one host; other model code and
+  /// hosts a guess.
+  Seconds block_forward{kMeasuredBlockForwardS};
+  Seconds block_backward{kMeasuredBlockBackwardS};
 
   /** @brief The framework's host time for `fetches` fetch units holding `tensors` parameter tensors, one pass. */
   [[nodiscard]] Seconds hook_time(int fetches, int tensors) const {

@@ -55,7 +55,7 @@ std::string_view purpose_name(Purpose p) {
     case Purpose::kTensorParallel: return "tensor parallel";
     case Purpose::kPipeline: return "pipeline send/recv";
     case Purpose::kOffload: return "offload (PCIe, CPU Adam)";
-    case Purpose::kFramework: return "framework hooks (host)";
+    case Purpose::kFramework: return "framework (host)";
     case Purpose::kCount: break;
   }
   return "?";

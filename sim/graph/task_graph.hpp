@@ -47,7 +47,7 @@ enum class Purpose : std::uint8_t {
   kTensorParallel,   ///< Megatron TP all-reduces (or reduce-scatter/all-gather with sequence parallelism)
   kPipeline,         ///< activations and their gradients sent between pipeline stages
   kOffload,          ///< ZeRO-Offload: gradients to the host, the CPU optimizer, parameters back
-  kFramework,        ///< the framework's own host work per sharded module (fetch/release hooks, collective calls)
+  kFramework,        ///< the framework thread's own work: eager model code, sharding hooks, collective calls
   kCount
 };
 

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "sim/core/dtype.hpp"
+#include "strategies/memory_model.hpp"
 
 namespace shardsim::report {
 namespace {
@@ -85,10 +86,13 @@ std::string render_table(const scenario::Scenario& s, const scenario::Evaluation
     o += fmt::format("library   {}: its tuning model, latency x{:.3g} (network hops x{:.3g}) ({})\n",
                      core::library_name(lib.family), lib.latency_scale, lib.net_latency_scale, lib.source);
   }
-  if (s.plan.shards().params > 1) {
-    o += fmt::format("host      framework hooks {:.3g} ms per fetch + {:.3g} ms per parameter tensor, each pass ({})\n",
-                     c.host.fetch_hook.value() * 1e3, c.host.tensor_hook.value() * 1e3, c.host.hook_source);
-  }
+  o += fmt::format("host      eager blocks {:.3g} / {:.3g} ms (forward / backward){}, {}\n",
+                   c.host.block_forward.value() * 1e3, c.host.block_backward.value() * 1e3,
+                   strategies::assembles_units(s.plan)
+                       ? fmt::format("; framework hooks {:.3g} ms per fetch + {:.3g} ms per parameter tensor, each pass",
+                                     c.host.fetch_hook.value() * 1e3, c.host.tensor_hook.value() * 1e3)
+                       : std::string(),
+                   c.host.hook_source);
   o += fmt::format("plan      {}\n", plan_line(s, ev));
   o += fmt::format("engine    {} ({} tasks)\n\n", engine::engine_name(s.engine), ev.tasks);
 
@@ -139,7 +143,7 @@ std::string render_table(const scenario::Scenario& s, const scenario::Evaluation
       o += fmt::format("    {:<24}{:>12}\n", graph::purpose_name(static_cast<graph::Purpose>(i)), sec(v));
     }
     if (r.comm_by_purpose[kHooks].value() > 0.0) {
-      o += fmt::format("  host busy {} with framework hooks (fetch and release per sharded module)\n",
+      o += fmt::format("  host busy {} running the framework (eager model code, sharding hooks)\n",
                        sec(r.comm_by_purpose[kHooks].value()));
     }
     // Collectives of this rank in flight at once (summed durations beyond their union). The analytical engine
@@ -285,6 +289,8 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
                   {"host",
                    {{"fetch_hook_s", c.host.fetch_hook.value()},
                     {"tensor_hook_s", c.host.tensor_hook.value()},
+                    {"block_forward_s", c.host.block_forward.value()},
+                    {"block_backward_s", c.host.block_backward.value()},
                     {"hook_source", c.host.hook_source}}},
                   {"levels", levels},
                   {"collective_library",

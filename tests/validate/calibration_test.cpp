@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <algorithm>
+#include <array>
 #include <map>
 #include <tuple>
 #include <set>
@@ -158,6 +159,29 @@ TEST(HostHooks, AreTheFitOfTheFsdpMeasurements) {
   const core::HostSpec host;
   EXPECT_NEAR(median(per_unit) / 2.0 * 1e-3 / host.fetch_hook.value(), 1.0, 1e-3);
   EXPECT_NEAR(median(per_tensor) / 2.0 * 1e-3 / host.tensor_hook.value(), 1.0, 1e-3);
+  // Eager blocks: the least-squares slope of the plain steps' forward and backward spans over 8, 16 and 32 blocks
+  // of hidden 256, where the host sets the pace.
+  std::vector<std::array<double, 3>> plain;
+  for (std::size_t r = 0; r < t.rows(); ++r) {
+    if (t.cell(r, col("mode")) != "plain" || t.number(r, col("hidden")) != 256.0) continue;
+    plain.push_back({t.number(r, col("layers")), t.number(r, col("forward_ms")), t.number(r, col("backward_ms"))});
+  }
+  ASSERT_EQ(plain.size(), 3u);
+  auto slope = [&](std::size_t k) {
+    double mx = 0.0, my = 0.0;
+    for (const auto& p : plain) {
+      mx += p[0] / 3.0;
+      my += p[k] / 3.0;
+    }
+    double sxy = 0.0, sxx = 0.0;
+    for (const auto& p : plain) {
+      sxy += (p[0] - mx) * (p[k] - my);
+      sxx += (p[0] - mx) * (p[0] - mx);
+    }
+    return sxy / sxx * 1e-3;
+  };
+  EXPECT_NEAR(slope(1) / host.block_forward.value(), 1.0, 1e-3);
+  EXPECT_NEAR(slope(2) / host.block_backward.value(), 1.0, 1e-3);
 }
 
 // The H100's slowdown of compute beside collectives is the median of the measured GEMMs beside a 16-block copy
