@@ -26,6 +26,8 @@ import time
 import torch
 import torch.distributed as dist
 
+from torch_timing import time_steps
+
 VOCAB = 32000
 # (hidden, ffn_hidden, heads, layers, seq_len, micro_batch)
 CONFIGS = [(256, 688, 4, 8, 256, 1), (256, 688, 4, 16, 256, 1), (256, 688, 4, 32, 256, 1),
@@ -37,11 +39,6 @@ MODES = ["plain", "hooks", "fsdp", "fsdp_keep", "fsdp_linear"]
 CHECK_CONFIGS = [(3072, 8192, 24, 6, 4096, 1), (5120, 13824, 40, 4, 2048, 1), (4096, 11008, 32, 6, 4096, 1),
                  (2048, 5632, 16, 12, 4096, 2), (1024, 2816, 8, 16, 2048, 4), (512, 1408, 8, 24, 1024, 1)]
 CHECK_MODES = ["plain", "fsdp"]
-
-
-def median(xs):
-    xs = sorted(xs)
-    return xs[len(xs) // 2]
 
 
 def build(cfg):
@@ -94,29 +91,10 @@ def run(cfg, mode, steps, warmup):
     opt = torch.optim.AdamW(model.parameters(), lr=1e-5, fused=True)
     _, _, _, _, seq, mb = cfg
     ids = torch.randint(0, VOCAB, (mb, seq), device="cuda")
-    ev = [torch.cuda.Event(enable_timing=True) for _ in range(4)]
-    wall, fwd, bwd, stp = [], [], [], []
-    for i in range(warmup + steps):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        ev[0].record()
-        loss = model(input_ids=ids, labels=ids).loss
-        ev[1].record()
-        loss.backward()
-        ev[2].record()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        ev[3].record()
-        ev[3].synchronize()
-        t1 = time.perf_counter()
-        if i >= warmup:
-            wall.append((t1 - t0) * 1e3)
-            fwd.append(ev[0].elapsed_time(ev[1]))
-            bwd.append(ev[1].elapsed_time(ev[2]))
-            stp.append(ev[2].elapsed_time(ev[3]))
-    del model, opt, ids, loss
+    wall, fwd, bwd, stp = time_steps(model, opt, ids, steps, warmup)
+    del model, opt, ids
     torch.cuda.empty_cache()
-    return units, hooked, median(wall), median(fwd), median(bwd), median(stp)
+    return units, hooked, wall, fwd, bwd, stp
 
 
 def collective_calls(name, calls=2000):

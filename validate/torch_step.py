@@ -15,16 +15,13 @@ import sys
 
 import torch
 
+from torch_timing import time_steps
+
 # (hidden, ffn_hidden, heads, kv_heads, layers): LLaMA-1B-like, LLaMA-7B and LLaMA-13B block shapes with fewer
 # layers, so that one GPU holds the model, its gradients, Adam states and activations without recomputation.
 CONFIGS = [(2048, 5632, 16, 16, 8), (4096, 11008, 32, 32, 8), (5120, 13824, 40, 40, 6)]
 MICRO_BATCHES = [1, 2, 4, 8]
 SEQ, VOCAB = 2048, 32000
-
-
-def median(xs):
-    xs = sorted(xs)
-    return xs[len(xs) // 2]
 
 
 def run(cfg, mb, steps, warmup, force_flash):
@@ -38,28 +35,13 @@ def run(cfg, mb, steps, warmup, force_flash):
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-5, fused=True)
     ids = torch.randint(0, VOCAB, (mb, SEQ), device="cuda")
-    ev = [torch.cuda.Event(enable_timing=True) for _ in range(4)]
-    fwd, bwd, stp = [], [], []
     import contextlib
     from torch.nn.attention import SDPBackend, sdpa_kernel
     with sdpa_kernel(SDPBackend.FLASH_ATTENTION) if force_flash else contextlib.nullcontext():
-        for i in range(warmup + steps):
-            ev[0].record()
-            loss = model(input_ids=ids, labels=ids).loss
-            ev[1].record()
-            loss.backward()
-            ev[2].record()
-            opt.step()
-            opt.zero_grad(set_to_none=True)
-            ev[3].record()
-            ev[3].synchronize()
-            if i >= warmup:
-                fwd.append(ev[0].elapsed_time(ev[1]))
-                bwd.append(ev[1].elapsed_time(ev[2]))
-                stp.append(ev[2].elapsed_time(ev[3]))
-    del model, opt, ids, loss
+        _, fwd, bwd, stp = time_steps(model, opt, ids, steps, warmup)
+    del model, opt, ids
     torch.cuda.empty_cache()
-    return median(fwd), median(bwd), median(stp)
+    return fwd, bwd, stp
 
 
 def count_kernels(cfg, mb):
