@@ -33,7 +33,8 @@ Split split_number(std::string_view text, std::string_view what, std::string_vie
                                 example, text));
   }
   if (!std::isfinite(number) || number < 0.0) {
-    throw UnitError(fmt::format("expected a finite, non-negative {}, got \"{}\"", what, text));
+    const std::string_view noun = what.starts_with("a ") ? what.substr(2) : what;  // "a size" -> "size"
+    throw UnitError(fmt::format("expected a finite, non-negative {}, got \"{}\"", noun, text));
   }
   return {number, unit};
 }

@@ -140,6 +140,8 @@ void apply_host(const ConfigNode& n, core::HostSpec& h) {
                             std::pair{"block_forward", &h.block_forward}, std::pair{"block_backward", &h.block_backward}}) {
     if (auto v = n.find(key)) {
       *field = v->as_duration();
+      // Host work per block or fetch of a second or more is no training framework: a unit slip (ms for us).
+      if (field->value() >= 1.0) v->fail(fmt::format("a host time under 1 s, got {}", v->as_string()));
       h.hook_source = n.file();
     }
   }

@@ -156,6 +156,15 @@ TEST(Scenario, FrameworkKeyAndWhatFsdpModels) {
                {8, 14, "plan.framework", "distributed optimizer (zero_stage 1)"});
 }
 
+TEST(Scenario, HostTimesAreDurationsUnderASecond) {
+  const std::string with_host = replace(kGood, "nodes: 2", "nodes: 2\n  host: {fetch_hook: 700us}");
+  EXPECT_DOUBLE_EQ(parse_scenarios(with_host, "s.yaml").at(0).cluster.host.fetch_hook.value(), 700e-6);
+  expect_error(replace(kGood, "nodes: 2", "nodes: 2\n  host: {block_forward: 2s}"),
+               {6, 25, "cluster.host.block_forward", "under 1 s"});
+  expect_error(replace(kGood, "nodes: 2", "nodes: 2\n  host: {tensor_hook: -1us}"),
+               {6, 23, "cluster.host.tensor_hook", "non-negative duration"});
+}
+
 TEST(Scenario, DeviceWithoutTheModelsDtype) {
   expect_error(replace(kGood, "preset: dgx-h100\n  nodes: 2", "preset: lassen\n  nodes: 4"),
                {2, 8, "model", "no bf16 peak"});
