@@ -4,8 +4,11 @@
 
 #include <iostream>
 
+#include <nlohmann/json.hpp>
+
 #include "sim/cli/command_support.hpp"
 #include "sim/engine/collective_cost.hpp"
+#include "sim/report/report.hpp"
 #include "topology/placement.hpp"
 #include "validate/collective_runs.hpp"
 
@@ -40,7 +43,8 @@ int cmd_collective(const std::vector<std::string>& args) {
       "min-size", po::value<std::string>()->default_value("1KiB"), "smallest size (nccl-tests' size column)")(
       "max-size", po::value<std::string>()->default_value("1GiB"), "largest size; sizes double in between")(
       "algorithm", po::value<std::string>()->default_value("auto"), "auto (the library's choice), ring, tree, "
-      "hierarchical or best (the fastest imaginable)");
+      "hierarchical or best (the fastest imaginable)")(
+      "json", po::value<std::string>(), "also write the rows as JSON to this file (times in seconds, sizes in bytes)");
   const auto parsed = parse_command(args, opts, "cluster");
   if (!parsed) return kOk;
   const auto& vm = *parsed;
@@ -70,6 +74,7 @@ int cmd_collective(const std::vector<std::string>& args) {
   const graph::GroupShape shape = topology::strided_group_shape(c, ranks, stride);
   const int ppn = shape.within(c.node_level());
 
+  nlohmann::json rows = nlohmann::json::array();
   std::cout << fmt::format("{} on {}: {} ranks ({} nodes x {}), library {} ({}), algorithm {}\n",
                            vm["op"].as<std::string>(), c.name, ranks, ranks / ppn, ppn,
                            core::library_name(c.library.family), c.library.source, core::algorithm_name(algorithm));
@@ -79,9 +84,24 @@ int cmd_collective(const std::vector<std::string>& args) {
     const auto e = engine::estimate_collective(c, shape, op, core::Bytes(size), algorithm);
     const double t = e.time.value();
     const double algbw = t > 0.0 ? size / t / 1e9 : 0.0;
+    const double busbw = algbw * engine::ring_edge_factor(op, ranks);
+    const std::string protocol = e.protocol ? std::string(engine::protocol_name(*e.protocol)) : "-";
     std::cout << fmt::format("{:>12.0f}  {:>11.2f}  {:>10.2f}  {:>10.2f}  {:>12}  {:>8}  {:>10.2f}\n", size, t * 1e6,
-                             algbw, algbw * engine::ring_edge_factor(op, ranks), core::algorithm_name(e.algorithm),
-                             e.protocol ? engine::protocol_name(*e.protocol) : "-", e.latency_s * 1e6);
+                             algbw, busbw, core::algorithm_name(e.algorithm), protocol, e.latency_s * 1e6);
+    rows.push_back({{"bytes", size}, {"time_s", t}, {"algbw_GBps", algbw}, {"busbw_GBps", busbw},
+                    {"algorithm", core::algorithm_name(e.algorithm)}, {"protocol", protocol}, {"latency_s", e.latency_s}});
+  }
+  if (vm.count("json")) {
+    const nlohmann::json j = {{"cluster", c.name},
+                              {"op", vm["op"].as<std::string>()},
+                              {"ranks", ranks},
+                              {"stride", stride},
+                              {"nodes", ranks / ppn},
+                              {"library", core::library_name(c.library.family)},
+                              {"library_source", c.library.source},
+                              {"algorithm", core::algorithm_name(algorithm)},
+                              {"rows", rows}};
+    report::write_file_atomic(vm["json"].as<std::string>(), j.dump(2) + "\n");
   }
   return kOk;
 }

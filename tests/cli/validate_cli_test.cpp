@@ -295,4 +295,28 @@ TEST(Calibrate, FitsTheA100OnVtrainsFitRowsAndReportsTheHeldOutSet) {
   EXPECT_NE(r.out.find("held-out (check) runs    109 runs"), std::string::npos) << r.out;
 }
 
+// `shardsim collective` prints a machine's collective as nccl-tests would and writes the same rows as JSON.
+TEST(Collective, PrintsAndWritesTheLibrarysChoiceSizeBySize) {
+  const fs::path d = temp_dir("collective-json");
+  const Outcome r = run("collective dgx-h100 --ranks 16 --min-size 1MB --max-size 4MB --json '" + (d / "c.json").string() + "'");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("all_reduce on dgx-h100: 16 ranks (2 nodes x 8), library nccl"), std::string::npos) << r.out;
+  const auto j = nlohmann::json::parse(read(d / "c.json"));
+  EXPECT_EQ(j["ranks"], 16);
+  EXPECT_EQ(j["nodes"], 2);
+  ASSERT_EQ(j["rows"].size(), 3u);  // 1, 2 and 4 MB
+  for (const auto& row : j["rows"]) {
+    const double bytes = row["bytes"].get<double>();
+    const double t = row["time_s"].get<double>();
+    ASSERT_GT(t, row["latency_s"].get<double>());
+    EXPECT_NEAR(row["algbw_GBps"].get<double>(), bytes / t / 1e9, 1e-9);
+    EXPECT_NEAR(row["busbw_GBps"].get<double>(), row["algbw_GBps"].get<double>() * 2.0 * 15.0 / 16.0, 1e-9);
+    EXPECT_NE(r.out.find(row["protocol"].get<std::string>()), std::string::npos);
+  }
+  EXPECT_EQ(run("collective dgx-h100 --ranks 1").code, 2);
+  EXPECT_EQ(run("collective dgx-h100 --op broadcast").code, 2);
+  EXPECT_EQ(run("collective no-such-machine").code, 2);
+  fs::remove_all(d);
+}
+
 }  // namespace
