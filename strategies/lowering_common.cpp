@@ -43,10 +43,13 @@ double gradient_bucket_bytes(const core::PlanSpec& plan, double grad_bytes, bool
   return sh.grads == 1 && sh.optimizer == 1 ? plan.ddp_bucket.value() : plan.reduce_bucket.value();
 }
 
-double host_block_time(const core::HostSpec& host, const UnitCost& c, graph::Phase phase, core::Recompute recompute) {
+double host_block_time(const core::HostSpec& host, const UnitCost& c, graph::Phase phase, const core::PlanSpec& plan) {
   if (!c.block) return 0.0;
-  if (phase == graph::Phase::kForward) return host.block_forward.value();
-  return host.block_backward.value() + (recompute == core::Recompute::kFull ? host.block_forward.value() : 0.0);
+  const bool megatron = plan.framework == core::Framework::kMegatron;
+  const double fwd = (megatron ? host.megatron_block_forward : host.block_forward).value();
+  const double bwd = (megatron ? host.megatron_block_backward : host.block_backward).value();
+  if (phase == graph::Phase::kForward) return fwd;
+  return bwd + (plan.recompute == core::Recompute::kFull ? fwd : 0.0);
 }
 
 void apply_compression(graph::TaskGraph& g, const core::PlanSpec& plan) {

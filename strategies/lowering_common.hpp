@@ -55,9 +55,9 @@ double gradient_bytes(const core::ModelSpec& model, const core::PlanSpec& plan);
 double gradient_bucket_bytes(const core::PlanSpec& plan, double grad_bytes, bool first_stage);
 
 /** @brief The framework thread's time to run unit `c` eagerly in `phase` (forward, or backward with the forward
- *  again under full recomputation): the host's per-block times for a transformer block, nothing for the embedding
- *  and the head. */
-double host_block_time(const core::HostSpec& host, const UnitCost& c, graph::Phase phase, core::Recompute recompute);
+ *  again under full recomputation): the host's per-block times for a transformer block of the plan's model code
+ *  (Megatron's for framework megatron, else Hugging Face's), nothing for the embedding and the head. */
+double host_block_time(const core::HostSpec& host, const UnitCost& c, graph::Phase phase, const core::PlanSpec& plan);
 
 /** @brief Copies the plan's compression (per parallel dimension) into the graph's per-purpose codec costs. */
 void apply_compression(graph::TaskGraph& g, const core::PlanSpec& plan);

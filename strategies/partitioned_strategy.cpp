@@ -159,7 +159,7 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
   // The framework's host thread, one task per unit and pass: the eager model code (host_block_time) and, where
   // parameters are assembled unit by unit, each fetch's hooks, which also issue the gathers they prefetch.
   auto host_work = [&](const UnitCost& c, Phase phase, int unit, int micro) -> std::optional<TaskId> {
-    double t = host_block_time(cluster.host, c, phase, plan.recompute);
+    double t = host_block_time(cluster.host, c, phase, plan);
     if (hooked) t += cluster.host.hook_time(fetches(c), c.tensors).value();
     if (t <= 0.0) return std::nullopt;
     return g.add_host_work(role, Purpose::kFramework, phase, core::Seconds(t), unit, micro);

@@ -86,7 +86,7 @@ void PipelineStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) const
   // Each stage's framework thread runs its blocks eagerly, in the schedule's order; compute waits for it where
   // the GPU work is shorter.
   auto host_work = [&](const UnitCost& c, Phase phase, int unit, int micro) -> std::optional<TaskId> {
-    const double t = host_block_time(cluster.host, c, phase, plan.recompute);
+    const double t = host_block_time(cluster.host, c, phase, plan);
     if (t <= 0.0) return std::nullopt;
     return g.add_host_work(role, Purpose::kFramework, phase, core::Seconds(t), unit, micro);
   };

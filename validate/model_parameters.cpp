@@ -47,11 +47,14 @@ struct Kind {
 };
 
 std::string library_source(const Scenario& s, const std::string&) { return s.cluster.library.source; }
+std::string megatron_source(const Scenario&, const std::string&) {
+  return "fitted on vtrain-single (Megatron-DeepSpeed on DGX A100 hosts)";
+}
 constexpr double kMinScale = core::CollectiveLibrarySpec::kMinLatencyScale;
 constexpr double kMaxScale = core::CollectiveLibrarySpec::kMaxLatencyScale;
 
-const std::array<Kind, 17>& kinds() {
-  static const std::array<Kind, 17> kKinds = {{
+const std::array<Kind, 19>& kinds() {
+  static const std::array<Kind, 19> kKinds = {{
       {"device.gemm_efficiency", "", true, false, 0.2, 0.95, efficiency_source,
        [](const Scenario& s, const std::string&) { return s.cluster.device.gemm_efficiency; },
        [](Scenario& s, const std::string&, double v) { s.cluster.device.gemm_efficiency = v; }},
@@ -93,6 +96,12 @@ const std::array<Kind, 17>& kinds() {
        [](const Scenario& s, const std::string&) { return s.cluster.host.hook_source; },
        [](const Scenario& s, const std::string&) { return s.cluster.host.block_backward.value(); },
        [](Scenario& s, const std::string&, double v) { s.cluster.host.block_backward = core::Seconds(v); }},
+      {"host.megatron_block_forward", "s", true, false, 0.0, 10e-3, megatron_source,
+       [](const Scenario& s, const std::string&) { return s.cluster.host.megatron_block_forward.value(); },
+       [](Scenario& s, const std::string&, double v) { s.cluster.host.megatron_block_forward = core::Seconds(v); }},
+      {"host.megatron_block_backward", "s", true, false, 0.0, 20e-3, megatron_source,
+       [](const Scenario& s, const std::string&) { return s.cluster.host.megatron_block_backward.value(); },
+       [](Scenario& s, const std::string&, double v) { s.cluster.host.megatron_block_backward = core::Seconds(v); }},
       // Pinned copies reach well below the link's rate on some hosts (PCIe protocol overhead, IOMMU).
       {"host.link_bandwidth", "B/s", true, true, 0.2, 1.0,
        [](const Scenario& s, const std::string&) { return s.cluster.source; },

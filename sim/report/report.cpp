@@ -86,8 +86,10 @@ std::string render_table(const scenario::Scenario& s, const scenario::Evaluation
     o += fmt::format("library   {}: its tuning model, latency x{:.3g} (network hops x{:.3g}) ({})\n",
                      core::library_name(lib.family), lib.latency_scale, lib.net_latency_scale, lib.source);
   }
+  const bool megatron = s.plan.framework == core::Framework::kMegatron;
   o += fmt::format("host      eager blocks {:.3g} / {:.3g} ms (forward / backward){}, {}\n",
-                   c.host.block_forward.value() * 1e3, c.host.block_backward.value() * 1e3,
+                   (megatron ? c.host.megatron_block_forward : c.host.block_forward).value() * 1e3,
+                   (megatron ? c.host.megatron_block_backward : c.host.block_backward).value() * 1e3,
                    strategies::assembles_units(s.plan)
                        ? fmt::format("; framework hooks {:.3g} ms per fetch + {:.3g} ms per parameter tensor, each pass",
                                      c.host.fetch_hook.value() * 1e3, c.host.tensor_hook.value() * 1e3)
@@ -291,6 +293,8 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
                     {"tensor_hook_s", c.host.tensor_hook.value()},
                     {"block_forward_s", c.host.block_forward.value()},
                     {"block_backward_s", c.host.block_backward.value()},
+                    {"megatron_block_forward_s", c.host.megatron_block_forward.value()},
+                    {"megatron_block_backward_s", c.host.megatron_block_backward.value()},
                     {"hook_source", c.host.hook_source}}},
                   {"levels", levels},
                   {"collective_library",

@@ -132,12 +132,14 @@ void apply_device(const ConfigNode& n, core::DeviceSpec& d) {
 
 void apply_host(const ConfigNode& n, core::HostSpec& h) {
   n.expect_map({"memory", "memory_bandwidth", "link_bandwidth", "fetch_hook", "tensor_hook", "block_forward",
-                "block_backward"});
+                "block_backward", "megatron_block_forward", "megatron_block_backward"});
   if (auto v = n.find("memory")) h.memory = v->as_bytes();
   if (auto v = n.find("memory_bandwidth")) h.memory_bandwidth = v->as_bandwidth();
   if (auto v = n.find("link_bandwidth")) h.link_bandwidth = v->as_bandwidth();
   for (auto [key, field] : {std::pair{"fetch_hook", &h.fetch_hook}, std::pair{"tensor_hook", &h.tensor_hook},
-                            std::pair{"block_forward", &h.block_forward}, std::pair{"block_backward", &h.block_backward}}) {
+                            std::pair{"block_forward", &h.block_forward}, std::pair{"block_backward", &h.block_backward},
+                            std::pair{"megatron_block_forward", &h.megatron_block_forward},
+                            std::pair{"megatron_block_backward", &h.megatron_block_backward}}) {
     if (auto v = n.find(key)) {
       *field = v->as_duration();
       // Host work per block or fetch of a second or more is no training framework: a unit slip (ms for us).
@@ -1015,10 +1017,12 @@ std::string cluster_to_yaml(const core::ClusterSpec& c) {
   o += fmt::format("  compute_units: {}\n  kernel_overhead: {}us\n", c.device.compute_units,
                    c.device.kernel_overhead.value() * 1e6);
   o += fmt::format("host: {{memory: {}, memory_bandwidth: {}GB/s, link_bandwidth: {}GB/s, fetch_hook: {}us, "
-                   "tensor_hook: {}us, block_forward: {}us, block_backward: {}us}}\n",
+                   "tensor_hook: {}us, block_forward: {}us, block_backward: {}us, megatron_block_forward: {}us, "
+                   "megatron_block_backward: {}us}}\n",
                    yaml_bytes(c.host.memory.value()), c.host.memory_bandwidth.value() / 1e9,
                    c.host.link_bandwidth.value() / 1e9, c.host.fetch_hook.value() * 1e6, c.host.tensor_hook.value() * 1e6,
-                   c.host.block_forward.value() * 1e6, c.host.block_backward.value() * 1e6);
+                   c.host.block_forward.value() * 1e6, c.host.block_backward.value() * 1e6,
+                   c.host.megatron_block_forward.value() * 1e6, c.host.megatron_block_backward.value() * 1e6);
   o += "network:\n";
   for (std::size_t i = 0; i < c.levels.size(); ++i) {
     const auto& l = c.levels[i];
