@@ -50,6 +50,17 @@ std::string library_source(const Scenario& s, const std::string&) { return s.clu
 std::string megatron_source(const Scenario&, const std::string&) {
   return "fitted on vtrain-single (Megatron-DeepSpeed on DGX A100 hosts)";
 }
+std::string host_source(const Scenario& s, const std::string&) { return s.cluster.host.hook_source; }
+using core::HostSpec;
+// The framework thread's times (cluster.host), one accessor pair per field.
+template <core::Seconds HostSpec::*Field>
+double host_time(const Scenario& s, const std::string&) {
+  return (s.cluster.host.*Field).value();
+}
+template <core::Seconds HostSpec::*Field>
+void set_host_time(Scenario& s, const std::string&, double v) {
+  s.cluster.host.*Field = core::Seconds(v);
+}
 constexpr double kMinScale = core::CollectiveLibrarySpec::kMinLatencyScale;
 constexpr double kMaxScale = core::CollectiveLibrarySpec::kMaxLatencyScale;
 
@@ -78,30 +89,20 @@ const std::array<Kind, 19>& kinds() {
        [](Scenario& s, const std::string&, double v) { s.cluster.device.kernel_overhead = core::Seconds(v); }},
       // From a lean C++ runtime to Python hooks that slice, copy and synchronise per parameter (FSDP2 on an H100
       // host: 0.63 ms per unit and 0.09 ms per tensor, validate/results/).
-      {"host.fetch_hook", "s", true, false, 0.0, 10e-3,
-       [](const Scenario& s, const std::string&) { return s.cluster.host.hook_source; },
-       [](const Scenario& s, const std::string&) { return s.cluster.host.fetch_hook.value(); },
-       [](Scenario& s, const std::string&, double v) { s.cluster.host.fetch_hook = core::Seconds(v); }},
-      {"host.tensor_hook", "s", true, false, 0.0, 2e-3,
-       [](const Scenario& s, const std::string&) { return s.cluster.host.hook_source; },
-       [](const Scenario& s, const std::string&) { return s.cluster.host.tensor_hook.value(); },
-       [](Scenario& s, const std::string&, double v) { s.cluster.host.tensor_hook = core::Seconds(v); }},
+      {"host.fetch_hook", "s", true, false, 0.0, 10e-3, host_source, host_time<&HostSpec::fetch_hook>,
+       set_host_time<&HostSpec::fetch_hook>},
+      {"host.tensor_hook", "s", true, false, 0.0, 2e-3, host_source, host_time<&HostSpec::tensor_hook>,
+       set_host_time<&HostSpec::tensor_hook>},
       // From fused model code on a fast host to eager Python modules (Hugging Face LLaMA on an H100 host: 1.34 and
       // 2.18 ms per block, validate/results/).
-      {"host.block_forward", "s", true, false, 0.0, 10e-3,
-       [](const Scenario& s, const std::string&) { return s.cluster.host.hook_source; },
-       [](const Scenario& s, const std::string&) { return s.cluster.host.block_forward.value(); },
-       [](Scenario& s, const std::string&, double v) { s.cluster.host.block_forward = core::Seconds(v); }},
-      {"host.block_backward", "s", true, false, 0.0, 20e-3,
-       [](const Scenario& s, const std::string&) { return s.cluster.host.hook_source; },
-       [](const Scenario& s, const std::string&) { return s.cluster.host.block_backward.value(); },
-       [](Scenario& s, const std::string&, double v) { s.cluster.host.block_backward = core::Seconds(v); }},
-      {"host.megatron_block_forward", "s", true, false, 0.0, 10e-3, megatron_source,
-       [](const Scenario& s, const std::string&) { return s.cluster.host.megatron_block_forward.value(); },
-       [](Scenario& s, const std::string&, double v) { s.cluster.host.megatron_block_forward = core::Seconds(v); }},
+      {"host.block_forward", "s", true, false, 0.0, 10e-3, host_source, host_time<&HostSpec::block_forward>,
+       set_host_time<&HostSpec::block_forward>},
+      {"host.block_backward", "s", true, false, 0.0, 20e-3, host_source, host_time<&HostSpec::block_backward>,
+       set_host_time<&HostSpec::block_backward>},
+      {"host.megatron_block_forward", "s", true, false, 0.0, 10e-3, host_source,
+       host_time<&HostSpec::megatron_block_forward>, set_host_time<&HostSpec::megatron_block_forward>},
       {"host.megatron_block_backward", "s", true, false, 0.0, 20e-3, megatron_source,
-       [](const Scenario& s, const std::string&) { return s.cluster.host.megatron_block_backward.value(); },
-       [](Scenario& s, const std::string&, double v) { s.cluster.host.megatron_block_backward = core::Seconds(v); }},
+       host_time<&HostSpec::megatron_block_backward>, set_host_time<&HostSpec::megatron_block_backward>},
       // Pinned copies reach well below the link's rate on some hosts (PCIe protocol overhead, IOMMU).
       {"host.link_bandwidth", "B/s", true, true, 0.2, 1.0,
        [](const Scenario& s, const std::string&) { return s.cluster.source; },
