@@ -268,8 +268,9 @@ std::string rescore_on_simgrid(const SearchResult& r) {
 std::string render_search(const scenario::Scenario& base, const SearchResult& r) {
   const auto& c = base.cluster;
   std::string o;
-  o += fmt::format("search  {}: {} on {} x {} {} ({} devices), global batch {}\n", base.name, base.model.name, c.nodes,
-                   c.devices_per_node, c.device.name, c.total_devices(), base.plan.global_batch);
+  o += fmt::format("search  {}: {} on {} x {} {} ({} devices), global batch {}, the layouts {} has\n", base.name,
+                   base.model.name, c.nodes, c.devices_per_node, c.device.name, c.total_devices(), base.plan.global_batch,
+                   core::framework_name(base.plan.framework));
   o += fmt::format("        {} plans: {} fit in memory, {} do not\n\n", r.feasible + r.infeasible, r.feasible,
                    r.infeasible);
   if (r.best.empty()) {
