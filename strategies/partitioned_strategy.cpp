@@ -144,7 +144,10 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
   const int units = static_cast<int>(costs.units.size());
   const int micros = plan.grad_accumulation();
   const bool gather = sh.params > 1;
-  const int ahead = assembles_units(plan) ? zero3_live_units(costs, model, plan) - 1 : 0;
+  // FSDP wraps and hooks its units whatever the world size (FULL_SHARD on one rank too); DeepSpeed's ZeRO-3
+  // coordinator runs where parameters are partitioned.
+  const bool hooked = assembles_units(plan);
+  const int ahead = hooked ? zero3_live_units(costs, model, plan) - 1 : 0;
   const bool fsdp = plan.framework == core::Framework::kFsdp;
   const double bucket_bytes = gradient_bucket_bytes(plan, gb, true);
   // A bucket reduced into its owners' shards: reduce-scatter, or DeepSpeed ZeRO-1/2's all-reduce of the bucket.
@@ -153,9 +156,6 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
 
   // What the framework fetches at once: DeepSpeed ZeRO-3 each submodule, FSDP the wrapped block (one unit).
   auto fetches = [&](const UnitCost& c) { return fsdp ? 1 : c.modules; };
-  // FSDP wraps and hooks its units whatever the world size (FULL_SHARD on one rank too); DeepSpeed's ZeRO-3
-  // coordinator runs where parameters are partitioned.
-  const bool hooked = assembles_units(plan);
   // The framework's host thread, one task per unit and pass: the eager model code (host_block_time) and, where
   // parameters are assembled unit by unit, each fetch's hooks, which also issue the gathers they prefetch.
   auto host_work = [&](const UnitCost& c, Phase phase, int unit, int micro) -> std::optional<TaskId> {
