@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "sim/core/dtype.hpp"
+#include "strategies/memory_model.hpp"
 
 namespace shardsim::strategies {
 
@@ -36,20 +37,23 @@ double gradient_bucket_bytes(const core::PlanSpec& plan, double grad_bytes, bool
       if (!plan.overlaps_comm() || !first_stage) return std::numeric_limits<double>::infinity();
       return std::max(40e6, 1e6 * plan.dp) * grad_bytes;
     case core::Framework::kFsdp:
-      if (sh.params > 1 || plan.zero_stage == 3) return 0.0;  // FULL_SHARD and HYBRID_SHARD, on one rank too
+      if (assembles_units(plan)) return 0.0;  // FULL_SHARD and HYBRID_SHARD, on one rank too
       break;
     case core::Framework::kDeepSpeed: break;
   }
   return sh.grads == 1 && sh.optimizer == 1 ? plan.ddp_bucket.value() : plan.reduce_bucket.value();
 }
 
+BlockHostTimes block_host_times(const core::HostSpec& host, const core::PlanSpec& plan) {
+  if (plan.framework == core::Framework::kMegatron) return {host.megatron_block_forward, host.megatron_block_backward};
+  return {host.block_forward, host.block_backward};
+}
+
 double host_block_time(const core::HostSpec& host, const UnitCost& c, graph::Phase phase, const core::PlanSpec& plan) {
   if (!c.block) return 0.0;
-  const bool megatron = plan.framework == core::Framework::kMegatron;
-  const double fwd = (megatron ? host.megatron_block_forward : host.block_forward).value();
-  const double bwd = (megatron ? host.megatron_block_backward : host.block_backward).value();
-  if (phase == graph::Phase::kForward) return fwd;
-  return bwd + (plan.recompute == core::Recompute::kFull ? fwd : 0.0);
+  const BlockHostTimes t = block_host_times(host, plan);
+  if (phase == graph::Phase::kForward) return t.forward.value();
+  return t.backward.value() + (plan.recompute == core::Recompute::kFull ? t.forward.value() : 0.0);
 }
 
 void apply_compression(graph::TaskGraph& g, const core::PlanSpec& plan) {

@@ -54,6 +54,14 @@ double gradient_bytes(const core::ModelSpec& model, const core::PlanSpec& plan);
  *  (ibid. l.74-77). */
 double gradient_bucket_bytes(const core::PlanSpec& plan, double grad_bytes, bool first_stage);
 
+/** @brief The host's per-block times (forward, backward) for the plan's model code: Megatron's for framework
+ *  megatron, else Hugging Face's. */
+struct BlockHostTimes {
+  core::Seconds forward;
+  core::Seconds backward;
+};
+BlockHostTimes block_host_times(const core::HostSpec& host, const core::PlanSpec& plan);
+
 /** @brief The framework thread's time to run unit `c` eagerly in `phase` (forward, or backward with the forward
  *  again under full recomputation): the host's per-block times for a transformer block of the plan's model code
  *  (Megatron's for framework megatron, else Hugging Face's), nothing for the embedding and the head. */

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "sim/core/dtype.hpp"
+#include "strategies/lowering_common.hpp"
 #include "strategies/memory_model.hpp"
 
 namespace shardsim::report {
@@ -86,10 +87,9 @@ std::string render_table(const scenario::Scenario& s, const scenario::Evaluation
     o += fmt::format("library   {}: its tuning model, latency x{:.3g} (network hops x{:.3g}) ({})\n",
                      core::library_name(lib.family), lib.latency_scale, lib.net_latency_scale, lib.source);
   }
-  const bool megatron = s.plan.framework == core::Framework::kMegatron;
+  const strategies::BlockHostTimes blocks = strategies::block_host_times(c.host, s.plan);
   o += fmt::format("host      eager blocks {:.3g} / {:.3g} ms (forward / backward){}, {}\n",
-                   (megatron ? c.host.megatron_block_forward : c.host.block_forward).value() * 1e3,
-                   (megatron ? c.host.megatron_block_backward : c.host.block_backward).value() * 1e3,
+                   blocks.forward.value() * 1e3, blocks.backward.value() * 1e3,
                    strategies::assembles_units(s.plan)
                        ? fmt::format("; framework hooks {:.3g} ms per fetch + {:.3g} ms per parameter tensor, each pass",
                                      c.host.fetch_hook.value() * 1e3, c.host.tensor_hook.value() * 1e3)
