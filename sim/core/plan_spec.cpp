@@ -95,15 +95,21 @@ std::optional<std::string> PlanSpec::framework_refusal() const {
   return std::nullopt;
 }
 
+namespace {
+// DeepSpeed's data-parallel ZeRO-1/2 optimizer (DeepSpeedZeroOptimizer) runs the plan.
+bool deepspeed_zero_optimizer(const PlanSpec& p) {
+  return p.framework == Framework::kDeepSpeed && p.pp == 1 && (p.zero_stage == 1 || p.zero_stage == 2);
+}
+}  // namespace
+
 bool PlanSpec::overlaps_comm() const {
   // Megatron-LM: overlap_grad_reduce is off by default (megatron/core/distributed/distributed_data_parallel_config.py).
   if (framework == Framework::kMegatron) return overlap_comm.value_or(false);
-  return overlap_comm.value_or(!(framework == Framework::kDeepSpeed && pp == 1 && (zero_stage == 1 || zero_stage == 2)));
+  return overlap_comm.value_or(!deepspeed_zero_optimizer(*this));
 }
 
 bool PlanSpec::reduces_buckets_by_all_reduce() const {
-  return framework == Framework::kDeepSpeed && bucket_all_reduce && pp == 1 && (zero_stage == 1 || zero_stage == 2) &&
-         shards().params == 1 && !quantization.gradients;
+  return deepspeed_zero_optimizer(*this) && bucket_all_reduce && shards().params == 1 && !quantization.gradients;
 }
 
 }  // namespace shardsim::core
