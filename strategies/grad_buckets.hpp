@@ -9,7 +9,7 @@
 
 namespace shardsim::strategies {
 
-template <class Emit>  // graph::TaskId emit(double bytes, graph::TaskId producer, int unit, int micro)
+template <class Emit>  // graph::TaskId emit(double bytes, int tensors, graph::TaskId producer, int unit, int micro)
 class GradBuckets {
  public:
   GradBuckets(double bucket_bytes, bool double_buffered, Emit emit)
@@ -24,13 +24,16 @@ class GradBuckets {
     return true;
   }
 
-  /** @brief Adds `bytes` of gradients produced by `producer`; emits when full or when `flush`. */
-  void add(graph::TaskId producer, double bytes, int unit, int micro, bool flush) {
+  /** @brief Adds `bytes` of gradients in `tensors` parameter tensors produced by `producer`; emits when full or
+   *  when `flush`. */
+  void add(graph::TaskId producer, double bytes, int tensors, int unit, int micro, bool flush) {
     fill_ += bytes;
+    tensors_ += tensors;
     producer_ = producer;
     if (fill_ >= bucket_ || flush) {
-      done_.push_back(emit_(fill_, producer_, unit, micro));
+      done_.push_back(emit_(fill_, tensors_, producer_, unit, micro));
       fill_ = 0.0;
+      tensors_ = 0;
     }
   }
 
@@ -42,6 +45,7 @@ class GradBuckets {
   bool double_buffered_;
   Emit emit_;
   double fill_ = 0.0;
+  int tensors_ = 0;
   graph::TaskId producer_ = 0;
   std::vector<graph::TaskId> done_;
 };

@@ -91,6 +91,16 @@ ModelCosts compute_model_costs(const core::ModelSpec& m, const core::PlanSpec& p
   blk.modules = (m.fused_qkv ? 2 : 4) + (swiglu ? 3 : 2) + 2;
   const int norm_tensors = m.norm == core::NormKind::kLayerNorm ? 2 : 1;
   blk.tensors = (blk.modules - 2) * (m.linear_bias ? 2 : 1) + 2 * norm_tensors;
+  // The weights per tensor-parallel rank that DeepSpeed's persistence threshold compares (norms: h elements).
+  const double persist = plan.persistence_threshold.value() / core::dtype_bytes(m.param_dtype);
+  auto gathered = [&](double weight) { return weight > persist ? 1 : 0; };
+  const int norms_gathered = 2 * gathered(h);
+  if (m.fused_qkv) {
+    blk.gathered_modules = gathered(h * (h + 2.0 * kv) / t) + gathered(h * h / t);
+  } else {
+    blk.gathered_modules = 2 * gathered(h * h / t) + 2 * gathered(h * kv / t);
+  }
+  blk.gathered_modules += (swiglu ? 3 : 2) * gathered(h * f / t) + norms_gathered;
 
   // ---- embedding: vocabulary-parallel lookup; negligible FLOPs ----
   UnitCost emb;
@@ -100,6 +110,7 @@ ModelCosts compute_model_costs(const core::ModelSpec& m, const core::PlanSpec& p
   emb.tp_allreduces = plan.tp > 1 ? 1 : 0;
   emb.modules = m.position == core::PositionKind::kLearned ? 2 : 1;
   emb.tensors = emb.modules;
+  emb.gathered_modules = gathered(m.vocab * h / t) + (emb.modules == 2 ? gathered(s * h) : 0);
 
   // ---- head: final norm, output projection (vocabulary-parallel), cross-entropy in fp32 ----
   UnitCost head;
@@ -114,6 +125,7 @@ ModelCosts compute_model_costs(const core::ModelSpec& m, const core::PlanSpec& p
   head.act_saved = core::Bytes(tokens * h * e + logits * (e + 4.0));
   head.modules = m.tied_embeddings ? 1 : 2;  // final norm (+ the output projection unless tied)
   head.tensors = norm_tensors + (m.tied_embeddings ? 0 : 1);
+  head.gathered_modules = norms_gathered / 2 + (m.tied_embeddings ? 0 : gathered(m.vocab * h / t));
 
   if (device) {
     const LayerTimes times = time_layers(m, plan, *device);

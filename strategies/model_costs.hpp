@@ -29,7 +29,10 @@ struct UnitCost {
   core::Bytes act_saved;      ///< kept from this unit's forward until its backward, per micro-batch
   core::Bytes act_transient;  ///< rebuilt during this unit's backward by recomputation
   int tp_allreduces = 0;      ///< Megatron all-reduces in forward (same count in backward)
-  int modules = 1;            ///< submodules holding parameters (linears, norms, embeddings): ZeRO-3 fetches each
+  int modules = 1;            ///< submodules holding parameters (linears, norms, embeddings): their hooks run each pass
+  /// of them, those DeepSpeed's ZeRO-3 gathers: a tensor above the plan's persistence threshold (the others stay
+  /// gathered on every rank)
+  int gathered_modules = 1;
   int tensors = 1;            ///< parameter tensors in them (weights, biases, norm scales and shifts)
   bool block = false;         ///< a transformer block (not the embedding or the head)
   /// durations on the device from its kernels (kernel_model.hpp); negative: not timed (no device given), the

@@ -154,8 +154,10 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
   const CollectiveOp shard_reduce =
       plan.reduces_buckets_by_all_reduce() ? CollectiveOp::kAllReduce : CollectiveOp::kReduceScatter;
 
-  // What the framework fetches at once: DeepSpeed ZeRO-3 each submodule, FSDP the wrapped block (one unit).
+  // What the framework fetches at once: DeepSpeed ZeRO-3 each submodule (hooks on all of them, a gather for those
+  // above its persistence threshold), FSDP the wrapped block (one unit).
   auto fetches = [&](const UnitCost& c) { return fsdp ? 1 : c.modules; };
+  auto gathers = [&](const UnitCost& c) { return fsdp ? 1 : std::max(1, c.gathered_modules); };
   // The framework's host thread, one task per unit and pass: the eager model code (host_block_time) and, where
   // parameters are assembled unit by unit, each fetch's hooks, which also issue the gathers they prefetch.
   auto host_work = [&](const UnitCost& c, Phase phase, int unit, int micro) -> std::optional<TaskId> {
@@ -204,8 +206,9 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
     return g.add_kernel(role, gather_stream, purpose, unit, micro, core::Bytes(elements * (1.0 + pb)));
   };
 
-  // The reduction chain of one gradient bucket of `bytes` (fp16/bf16) in micro-batch `micro`.
-  auto emit_reduction = [&](double bytes, TaskId producer, int unit, int micro) {
+  // The reduction chain of one gradient bucket of `bytes` (fp16/bf16) holding `tensors` parameter tensors, in
+  // micro-batch `micro`.
+  auto emit_reduction = [&](double bytes, int tensors, TaskId producer, int unit, int micro) {
     const bool boundary = micro == micros - 1;
     const double elements = bytes / gb;
     TaskId last = producer;
@@ -220,8 +223,18 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
       chain(g.add_kernel(role, reduce_stream, Purpose::kGradReduce, unit, micro, core::Bytes(traffic)));
     };
     // ZeRO-3 and FSDP lay the bucket's gradients out rank by rank before reducing it (DeepSpeed's
-    // reduce_scatter_coalesced: torch.cat; FSDP2: chunk_cat): a read and a write of the bucket.
-    if (hooked && !quant.gradients) kernel(2.0 * bytes);
+    // reduce_scatter_coalesced: torch.cat; FSDP2: chunk_cat): a read and a write of the bucket. DeepSpeed slices
+    // each gradient per rank in Python first, on the host thread that runs the backward hooks.
+    if (hooked && !quant.gradients) {
+      // (The hook runs when the host reaches it, in its own order, not when the GPU has produced the gradients.)
+      const double layout_s = !fsdp && sh.grads > 1 ? cluster.host.rank_slice.value() * sh.grads * tensors : 0.0;
+      const std::optional<TaskId> sliced =
+          layout_s > 0.0 ? std::optional(g.add_host_work(role, Purpose::kFramework, Phase::kBackward,
+                                                         core::Seconds(layout_s), unit, micro))
+                         : std::nullopt;
+      kernel(2.0 * bytes);
+      if (sliced) g.add_dep(last, *sliced);
+    }
     if (sh.grads > 1) {
       if (quant.gradients) {
         kernel(bytes + quantized_bytes(elements, 4.0, quant.block));  // quantise the bucket to INT4
@@ -273,7 +286,7 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
       const auto h = fwd_host[static_cast<std::size_t>(u)] = host_work(c, Phase::kForward, u, mb);
       TaskId ready = 0;
       if (hooked) {
-        ready = gather_params(c.params, fetches(c), p_group, sh.params, quant.weights, Purpose::kParamGatherFwd, u, mb,
+        ready = gather_params(c.params, gathers(c), p_group, sh.params, quant.weights, Purpose::kParamGatherFwd, u, mb,
                               u - ahead - 1, fwd_compute, fwd_host[static_cast<std::size_t>(std::max(0, u - ahead))]);
       }
       const TaskId f = g.add_compute(role, Phase::kForward, u, mb, c.fwd_flops, c.fwd_mem, c.fwd_time);
@@ -300,9 +313,9 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
         // hpZ: the backward gather reads the fp16 secondary copy inside the node; otherwise it repeats the
         // forward's gather (quantised when qwZ is on).
         ready = sh.secondary > 0
-                    ? gather_params(c.params, fetches(c), h_group, sh.secondary, false, Purpose::kParamGatherBwd, u,
+                    ? gather_params(c.params, gathers(c), h_group, sh.secondary, false, Purpose::kParamGatherBwd, u,
                                     mb, wait, bwd_compute, issued_by)
-                    : gather_params(c.params, fetches(c), p_group, sh.params, quant.weights, Purpose::kParamGatherBwd,
+                    : gather_params(c.params, gathers(c), p_group, sh.params, quant.weights, Purpose::kParamGatherBwd,
                                     u, mb, wait, bwd_compute, issued_by);
       }
       TaskId wait_on = 0;
@@ -327,7 +340,7 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
       if (recompute) g.add_mem(b, true, MemKind::kActivations, core::Bytes(-c.act_transient.value()));
       bwd_compute[static_cast<std::size_t>(u)] = b;
       add_tp(u, mb, c.tp_allreduces);
-      if (reduce_now) buckets.add(b, c.params * gb, u, mb, u == 0);
+      if (reduce_now) buckets.add(b, c.params * gb, c.tensors, u, mb, u == 0);
     }
   }
 

@@ -82,6 +82,14 @@ inline constexpr double kMeasuredBlockBackwardS = 2.1835e-3;
 /// is Hugging Face's measured time: fitting it too leaves it where it starts.
 inline constexpr double kFittedMegatronBlockForwardS = kMeasuredBlockForwardS;  // not fitted: see above
 inline constexpr double kFittedMegatronBlockBackwardS = 1.332e-3;
+/// DeepSpeed ZeRO-3's host time per rank of the group and per parameter tensor in its per-rank Python loops: the
+/// layout of every gradient bucket before its reduce-scatter (deepspeed@v0.14.0 runtime/comm/coalesced_collectives.py,
+/// reduce_scatter_coalesced: a slice per rank of each gradient, interleaved rank by rank, concatenated). Measured by
+/// validate/ds_host_loops.py with PyTorch 1.13 on the CPU of a 2-core AMD EPYC VM, 8-1,024 ranks x 1-16 tensors
+/// (validate/results/AMD-EPYC-cpu-2026-11-23-ds-host-loops.csv): the median per rank and tensor, 1.21-2.41 us over
+/// the 15 configurations (the test HostHooks.RankSliceIsTheMedianOfTheLoopMeasurements recomputes it). CUDA
+/// tensors' slices cost at least as much; the A100/H100 hosts' own figure is not measured.
+inline constexpr double kMeasuredRankSliceS = 1.415e-6;
 
 struct HostSpec {
   Bytes memory;
@@ -102,6 +110,10 @@ struct HostSpec {
   /// The same for Megatron's model code (framework megatron); fitted, see kFittedMegatronBlockForwardS.
   Seconds megatron_block_forward{kFittedMegatronBlockForwardS};
   Seconds megatron_block_backward{kFittedMegatronBlockBackwardS};
+  /// DeepSpeed ZeRO-3's host time per rank and parameter tensor when it lays a gradient bucket out for its
+  /// reduce-scatter (kMeasuredRankSliceS): a cost that grows with the data-parallel group, 0.3 s per micro-batch
+  /// for a 7B model on 1,024 ranks.
+  Seconds rank_slice{kMeasuredRankSliceS};
 
   /** @brief The framework's host time for `fetches` fetch units holding `tensors` parameter tensors, one pass. */
   [[nodiscard]] Seconds hook_time(int fetches, int tensors) const {

@@ -97,6 +97,10 @@ struct PlanSpec {
   Bytes allgather_bucket{1e9};
   Bytes prefetch_bucket{1e8};
   Bytes max_live_parameters{2e9};
+  /// DeepSpeed ZeRO-3's stage3_param_persistence_threshold, 1e5 elements by default (deepspeed@v0.14.0
+  /// runtime/zero/config.py:200): parameter tensors no larger stay gathered on every rank (norms, biases), so
+  /// their modules are never fetched (parameter_offload.py:242-257, mark_persistent_parameters)
+  Bytes persistence_threshold{2e5};
   Bytes ddp_bucket{25.0 * 1024 * 1024};  ///< PyTorch DDP bucket_cap_mb = 25
   /** DeepSpeed's overlap_comm; unset means DeepSpeed's default, see overlaps_comm(). */
   std::optional<bool> overlap_comm;

@@ -67,6 +67,13 @@ DeepSpeedPlan parse_deepspeed_config(const std::string& text, const std::string&
       bucket("prefetch_bucket");
     } else if (key == "stage3_max_live_parameters") {
       bucket("max_live_parameters");
+    } else if (key == "stage3_param_persistence_threshold") {
+      // 0 (nothing persists) is DeepSpeed's too
+      if (v.is_number() && v.get<double>() == 0.0) {
+        add("persistence_threshold", "0B", path);
+      } else {
+        bucket("persistence_threshold");
+      }
     } else if (key == "zero_quantized_weights") {
       add("zero_quantized_weights", flag(v, path), path);
     } else if (key == "zero_quantized_gradients") {

@@ -1,9 +1,10 @@
 #pragma once
 // Reads the ZeRO part of a real DeepSpeed configuration (ds_config.json) as overrides of a scenario's plan:
 // zero_optimization.{stage, overlap_comm, reduce_scatter, use_multi_rank_bucket_allreduce, reduce_bucket_size,
-// allgather_bucket_size, stage3_prefetch_bucket_size, stage3_max_live_parameters, zero_quantized_weights,
-// zero_hpz_partition_size, zero_quantized_gradients, mics_shard_size} and train_batch_size / train_micro_batch_size_per_gpu. DeepSpeed
-// bucket sizes count elements; they become bytes at 2 bytes per element (fp16/bf16 buckets).
+// allgather_bucket_size, stage3_prefetch_bucket_size, stage3_max_live_parameters, stage3_param_persistence_threshold,
+// zero_quantized_weights, zero_hpz_partition_size, zero_quantized_gradients, mics_shard_size} and train_batch_size /
+// train_micro_batch_size_per_gpu. DeepSpeed bucket sizes and thresholds count elements; they become bytes at 2 bytes
+// per element (fp16/bf16 buckets).
 #include <string>
 #include <vector>
 

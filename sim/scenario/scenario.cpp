@@ -132,14 +132,15 @@ void apply_device(const ConfigNode& n, core::DeviceSpec& d) {
 
 void apply_host(const ConfigNode& n, core::HostSpec& h) {
   n.expect_map({"memory", "memory_bandwidth", "link_bandwidth", "fetch_hook", "tensor_hook", "block_forward",
-                "block_backward", "megatron_block_forward", "megatron_block_backward"});
+                "block_backward", "megatron_block_forward", "megatron_block_backward", "rank_slice"});
   if (auto v = n.find("memory")) h.memory = v->as_bytes();
   if (auto v = n.find("memory_bandwidth")) h.memory_bandwidth = v->as_bandwidth();
   if (auto v = n.find("link_bandwidth")) h.link_bandwidth = v->as_bandwidth();
   for (auto [key, field] : {std::pair{"fetch_hook", &h.fetch_hook}, std::pair{"tensor_hook", &h.tensor_hook},
                             std::pair{"block_forward", &h.block_forward}, std::pair{"block_backward", &h.block_backward},
                             std::pair{"megatron_block_forward", &h.megatron_block_forward},
-                            std::pair{"megatron_block_backward", &h.megatron_block_backward}}) {
+                            std::pair{"megatron_block_backward", &h.megatron_block_backward},
+                            std::pair{"rank_slice", &h.rank_slice}}) {
     if (auto v = n.find(key)) {
       *field = v->as_duration();
       // Host work per block or fetch of a second or more is no training framework: a unit slip (ms for us).
@@ -467,7 +468,8 @@ struct PlanDeferred {
 
 core::PlanSpec parse_plan(const ConfigNode& n, PlanDeferred& later) {
   n.expect_map({"dp", "tp", "pp", "micro_batch", "global_batch", "recompute", "zero_stage", "reduce_bucket",
-                "allgather_bucket", "prefetch_bucket", "max_live_parameters", "ddp_bucket", "overlap_comm",
+                "allgather_bucket", "prefetch_bucket", "max_live_parameters", "persistence_threshold", "ddp_bucket",
+                "overlap_comm",
                 "use_multi_rank_bucket_allreduce",
                 "flash_attention", "collective_algorithm", "workspace", "partition", "mics_shard_size",
                 "zero_hpz_partition_size", "zero_quantized_weights", "zero_quantized_gradients",
@@ -490,6 +492,7 @@ core::PlanSpec parse_plan(const ConfigNode& n, PlanDeferred& later) {
   if (auto v = n.find("allgather_bucket")) p.allgather_bucket = v->as_bytes();
   if (auto v = n.find("prefetch_bucket")) p.prefetch_bucket = v->as_bytes();
   if (auto v = n.find("max_live_parameters")) p.max_live_parameters = v->as_bytes();
+  if (auto v = n.find("persistence_threshold")) p.persistence_threshold = v->as_bytes(true);
   if (auto v = n.find("ddp_bucket")) p.ddp_bucket = v->as_bytes();
   if (auto v = n.find("overlap_comm")) p.overlap_comm = v->as_bool();
   if (auto v = n.find("use_multi_rank_bucket_allreduce")) p.bucket_all_reduce = v->as_bool();
@@ -1018,11 +1021,12 @@ std::string cluster_to_yaml(const core::ClusterSpec& c) {
                    c.device.kernel_overhead.value() * 1e6);
   o += fmt::format("host: {{memory: {}, memory_bandwidth: {}GB/s, link_bandwidth: {}GB/s, fetch_hook: {}us, "
                    "tensor_hook: {}us, block_forward: {}us, block_backward: {}us, megatron_block_forward: {}us, "
-                   "megatron_block_backward: {}us}}\n",
+                   "megatron_block_backward: {}us, rank_slice: {}us}}\n",
                    yaml_bytes(c.host.memory.value()), c.host.memory_bandwidth.value() / 1e9,
                    c.host.link_bandwidth.value() / 1e9, c.host.fetch_hook.value() * 1e6, c.host.tensor_hook.value() * 1e6,
                    c.host.block_forward.value() * 1e6, c.host.block_backward.value() * 1e6,
-                   c.host.megatron_block_forward.value() * 1e6, c.host.megatron_block_backward.value() * 1e6);
+                   c.host.megatron_block_forward.value() * 1e6, c.host.megatron_block_backward.value() * 1e6,
+                   c.host.rank_slice.value() * 1e6);
   o += "network:\n";
   for (std::size_t i = 0; i < c.levels.size(); ++i) {
     const auto& l = c.levels[i];

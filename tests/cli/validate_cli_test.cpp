@@ -82,18 +82,20 @@ TEST(Validate, PaperClaims) {
   };
   const std::map<std::string, Expect> expect = {
       // AMSP v2 (arXiv 2311.00257): ZeRO-3 collapses from 47% to 4% MFU; AMSP 1.46-1.58x MiCS at 1,024 GPUs.
-      {"zero3-13b-8-to-1024", {false, 0.507}},
-      {"amsp-over-mics-7b", {false, 0.974}},
+      {"zero3-13b-8-to-1024", {false, 0.596}},
+      {"amsp-over-mics-7b", {false, 0.983}},
       {"amsp-over-mics-13b", {false, 0.997}},
       {"amsp-over-mics-30b", {false, 0.953}},
-      {"amsp-over-zeropp-13b", {false, 1.495}},
+      {"amsp-over-zeropp-13b", {false, 1.347}},
       {"overlap-13b-m1", {true, 0}},
       {"overlap-30b-m1", {true, 0}},
       {"rank-7b-1024", {false, 0}},
       {"rank-13b-1024", {false, 0}},
       {"amsp-v1-scaling-13b", {true, 0}},
       // Frontier (arXiv 2501.04266): ZeRO++ 1.405x ZeRO-3, the 3-level scheme 1.71x ZeRO++, efficiency 0.94.
-      {"frontier-zeropp-over-zero3", {true, 0}},  // 1.06x: inside the 25% band by a hair
+      // 1.03x: DeepSpeed gathers no norms (persistence threshold), which cut ZeRO-3's gather latency more than
+      // ZeRO++'s; 1.06x before, inside the 25% band by a hair
+      {"frontier-zeropp-over-zero3", {false, 1.028}},
       {"frontier-3level-over-zeropp", {false, 1.000}},
       {"frontier-3level-scaling", {true, 0}},
       // Lassen (arXiv 2409.02423): naive compression +22.5%, hybrid +17.3% TFLOPS/GPU.
@@ -216,13 +218,17 @@ TEST(Calibrate, RunsRecoverTheParameterTheyWereMadeWith) {
   std::ofstream(d / "truth.yaml") << "parameters:\n  device.gemm_efficiency: 0.55\n  device.memory_efficiency: 0.7\n";
   std::string csv = "scenario,metric,measured,role\n";
   int k = 0;
-  for (const char* plan : {"{zero_stage: 3, micro_batch: 1, global_batch: 64, recompute: full}", "{zero_stage: 1, micro_batch: 2, global_batch: 64, recompute: full}",
-                           "{zero_stage: 3, micro_batch: 4, global_batch: 128, recompute: full}",
-                           "{zero_stage: 2, micro_batch: 1, global_batch: 32, recompute: full}"}) {
+  // Runs whose GEMM and memory-bound shares differ (4,096 and 2,048 tokens, standard attention and FlashAttention),
+  // so that the two efficiencies are told apart.
+  for (const auto& [model, plan] : std::vector<std::pair<const char*, const char*>>{
+           {"llama2-7b", "{zero_stage: 3, micro_batch: 1, global_batch: 64, recompute: full}"},
+           {"llama-7b", "{zero_stage: 1, micro_batch: 2, global_batch: 64, recompute: full, flash_attention: true}"},
+           {"llama2-7b", "{zero_stage: 3, micro_batch: 4, global_batch: 128, recompute: full}"},
+           {"llama2-7b", "{zero_stage: 2, micro_batch: 1, global_batch: 32, recompute: full}"}}) {
     std::string name = "s";
     name += std::to_string(k++);
     name += ".yaml";
-    std::ofstream(d / name) << "model: llama2-7b\ncluster: {preset: dgx-h100, nodes: 2}\nplan: " << plan << "\n";
+    std::ofstream(d / name) << "model: " << model << "\ncluster: {preset: dgx-h100, nodes: 2}\nplan: " << plan << "\n";
     const fs::path json = d / (name + ".json");
     const Outcome r = run("run '" + (d / name).string() + "' --calibration '" + (d / "truth.yaml").string() +
                           "' --json '" + json.string() + "'");

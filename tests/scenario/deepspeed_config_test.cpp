@@ -42,6 +42,14 @@ TEST(DeepSpeedConfig, ZeroOneAndTwoReductionFollowTheConfig) {
   const auto z3 = plan(R"({"zero_optimization": {"stage": 3}})");
   EXPECT_TRUE(z3.overlaps_comm());
   EXPECT_FALSE(z3.reduces_buckets_by_all_reduce());
+  // Tensors of at most stage3_param_persistence_threshold elements stay gathered (default 1e5; 0: none).
+  EXPECT_DOUBLE_EQ(z3.persistence_threshold.value(), 2e5);
+  EXPECT_DOUBLE_EQ(plan(R"({"zero_optimization": {"stage": 3, "stage3_param_persistence_threshold": 1e6}})")
+                       .persistence_threshold.value(),
+                   2e6);
+  EXPECT_DOUBLE_EQ(plan(R"({"zero_optimization": {"stage": 3, "stage3_param_persistence_threshold": 0}})")
+                       .persistence_threshold.value(),
+                   0.0);
 }
 
 void expect_error(const std::string& json, const std::string& key, const std::string& fragment) {

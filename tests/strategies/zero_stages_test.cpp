@@ -15,6 +15,7 @@ namespace {
 
 using graph::CollectiveOp;
 using graph::Purpose;
+using graph::TaskId;
 using graph::TaskKind;
 
 struct Lowered {
@@ -88,9 +89,10 @@ TEST(ZeroStages, OverlapDefaultsAsDeepSpeed) {
 
 TEST(ZeroStages, GradientAccumulationReducesWhereDeepSpeedDoes) {
   const int micros = 4;
-  // DeepSpeed fetches each submodule's parameters: LLaMA's embedding, per block q, k, v, o, gate, up, down and
-  // two norms, then the final norm and the output projection.
-  const int modules = 1 + 4 * 9 + 2;
+  // DeepSpeed fetches each submodule's parameters above its persistence threshold (1e5 elements): LLaMA's
+  // embedding, per block q, k, v, o, gate, up and down (not the two norms), then the output projection (not the
+  // final norm).
+  const int modules = 1 + 4 * 7 + 1;
   const double one_bucket = 1e12;  // every gradient of a micro-batch fits one bucket
   auto ddp = Lowered(0, micros, 8, one_bucket).count_by_purpose();
   auto z1 = Lowered(1, micros, 8, one_bucket).count_by_purpose();
@@ -159,7 +161,8 @@ TEST(ZeroStages, OverlapNeverHurtsAndOffPutsEverythingOnTheComputeStream) {
   for (int stage = 0; stage <= 3; ++stage) {
     // Without the framework's host thread (below): the GPU's streams alone.
     auto no_host = [](core::ClusterSpec& c) {
-      c.host.fetch_hook = c.host.tensor_hook = c.host.block_forward = c.host.block_backward = core::Seconds(0.0);
+      c.host.fetch_hook = c.host.tensor_hook = c.host.block_forward = c.host.block_backward = c.host.rank_slice =
+          core::Seconds(0.0);
     };
     Lowered on(stage, 2);
     on.plan.overlap_comm = true;
@@ -181,7 +184,8 @@ TEST(ZeroStages, OverlapNeverHurtsAndOffPutsEverythingOnTheComputeStream) {
 
 // The framework's host thread, one task per unit and pass: each block's eager code, and with ZeRO-3 the fetch and
 // release hooks (submodules x the host's time per fetch + tensors x its time per tensor); each unit's compute
-// waits for its task, and each gather for the task that issues it.
+// waits for its task, and each gather for the task that issues it. DeepSpeed also slices every gradient per rank
+// before each bucket's reduce-scatter (one more task per bucket).
 TEST(ZeroStages, FrameworkHooksRunOnTheHostAheadOfTheComputeTheyIssue) {
   Lowered z3(3, 1);
   const auto& host = z3.cluster.host;
@@ -200,8 +204,10 @@ TEST(ZeroStages, FrameworkHooksRunOnTheHostAheadOfTheComputeTheyIssue) {
   const int modules = 1 + 4 * 9 + 2;
   const int blocks = 4;
   const double eager = blocks * (host.block_forward + host.block_backward).value();
-  EXPECT_EQ(hooks, 2 * static_cast<int>(z3.costs.units.size()));
-  EXPECT_NEAR(hook_time, 2.0 * host.hook_time(modules, modules).value() + eager, 1e-12);
+  const int buckets = z3.count_by_purpose()[Purpose::kGradReduce];
+  EXPECT_EQ(hooks, 2 * static_cast<int>(z3.costs.units.size()) + buckets);
+  EXPECT_NEAR(hook_time, 2.0 * host.hook_time(modules, modules).value() + eager + 8.0 * modules * host.rank_slice.value(),
+              1e-12);
   // Every forward and backward compute waits on a hook.
   for (graph::TaskId t = 0; t < z3.g.size(); ++t) {
     const auto& task = z3.g.tasks()[t];
@@ -227,6 +233,50 @@ TEST(ZeroStages, FrameworkHooksRunOnTheHostAheadOfTheComputeTheyIssue) {
     }
     EXPECT_NEAR(t, eager, 1e-12) << "stage " << stage;
   }
+}
+
+// DeepSpeed 0.14's ZeRO-3 slices each gradient once per rank of the group before a bucket's reduce-scatter
+// (reduce_scatter_coalesced), on the host: a cost that grows with the group, where FSDP's chunk_cat does not; and
+// tensors at or under its persistence threshold are never gathered (a threshold of 0 gathers the norms too).
+TEST(ZeroStages, DeepSpeedSlicesGradientsPerRankAndKeepsSmallTensorsGathered) {
+  const int tensors = 1 + 4 * 9 + 2;
+  for (int devices : {8, 64}) {
+    Lowered z3(3, 1, devices);
+    // Each reduce-scatter's layout kernel waits for the host's slicing of its bucket.
+    double sliced = 0.0;
+    int reductions = 0;
+    for (TaskId id = 0; id < z3.g.size(); ++id) {
+      const auto& task = z3.g.tasks()[id];
+      if (task.kind != TaskKind::kCollective || task.purpose != Purpose::kGradReduce) continue;
+      ++reductions;
+      const TaskId layout = z3.g.deps(id)[0];
+      int on_host = 0;
+      for (TaskId d : z3.g.deps(layout)) {
+        if (z3.g.tasks()[d].purpose != Purpose::kFramework) continue;
+        ++on_host;
+        sliced += z3.g.tasks()[d].time_s;
+      }
+      EXPECT_EQ(on_host, 1) << z3.g.label(layout);
+    }
+    EXPECT_GE(reductions, 1);
+    EXPECT_NEAR(sliced, z3.cluster.host.rank_slice.value() * devices * tensors, 1e-12) << devices;
+    // FSDP lays its buckets out without a per-rank loop.
+    Lowered fsdp(3, 1, devices);
+    fsdp.plan.framework = core::Framework::kFsdp;
+    fsdp.g = graph::TaskGraph();
+    PartitionedStrategy().lower(LoweringInput{fsdp.model, fsdp.cluster, fsdp.plan, fsdp.costs}, fsdp.g);
+    int fsdp_host = 0;
+    for (const auto& task : fsdp.g.tasks()) fsdp_host += task.purpose == Purpose::kFramework ? 1 : 0;
+    EXPECT_EQ(fsdp_host, 2 * static_cast<int>(fsdp.costs.units.size()));
+  }
+  Lowered everything(3, 1);
+  everything.plan.persistence_threshold = core::Bytes(0.0);
+  everything.costs = compute_model_costs(everything.model, everything.plan);
+  everything.g = graph::TaskGraph();
+  PartitionedStrategy().lower(LoweringInput{everything.model, everything.cluster, everything.plan, everything.costs},
+                              everything.g);
+  EXPECT_EQ(everything.count_by_purpose()[Purpose::kParamGatherFwd], 1 + 4 * 9 + 2);
+  EXPECT_EQ(Lowered(3, 1).count_by_purpose()[Purpose::kParamGatherFwd], 1 + 4 * 7 + 1);
 }
 
 // FSDP (FULL_SHARD, a unit per decoder layer): one all-gather per unit and pass, each unit's gradients

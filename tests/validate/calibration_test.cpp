@@ -184,6 +184,27 @@ TEST(HostHooks, AreTheFitOfTheFsdpMeasurements) {
   EXPECT_NEAR(slope(2) / host.block_backward.value(), 1.0, 1e-3);
 }
 
+// DeepSpeed's per-rank gradient layout costs the median per rank and tensor of the loop measurements (8-1,024
+// ranks x 1-16 tensors); the cost is per rank and tensor: at 1,024 ranks the call takes ~100x what it takes at 8.
+TEST(HostHooks, RankSliceIsTheMedianOfTheLoopMeasurements) {
+  const auto t = CsvTable::load(std::string(SHARDSIM_SOURCE_DIR) +
+                                "/validate/results/AMD-EPYC-cpu-2026-11-23-ds-host-loops.csv");
+  const std::size_t op = *t.column("op");
+  std::vector<double> per;
+  std::map<std::pair<double, double>, double> call;
+  for (std::size_t r = 0; r < t.rows(); ++r) {
+    if (t.cell(r, op) != "reduce_scatter_layout") continue;
+    per.push_back(t.number(r, *t.column("host_us_per_rank_tensor")));
+    call[{t.number(r, *t.column("world")), t.number(r, *t.column("tensors"))}] = t.number(r, *t.column("host_us_per_call"));
+  }
+  ASSERT_EQ(per.size(), 15u);
+  std::sort(per.begin(), per.end());
+  EXPECT_NEAR(per[per.size() / 2] * 1e-6 / core::HostSpec().rank_slice.value(), 1.0, 1e-3);
+  const double ratio = call.at({1024.0, 4.0}) / call.at({8.0, 4.0});
+  EXPECT_GT(ratio, 64.0);
+  EXPECT_LT(ratio, 256.0);
+}
+
 // Megatron's backward block time is the fit to vtrain-single (the fit set), the other Megatron sets held out.
 TEST(HostHooks, MegatronBlocksAreTheFitToVtrainSingle) {
   const std::string dir = std::string(SHARDSIM_SOURCE_DIR) + "/validate/data/";
