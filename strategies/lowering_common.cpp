@@ -75,6 +75,18 @@ void apply_compression(graph::TaskGraph& g, const core::PlanSpec& plan) {
   set(graph::Purpose::kPipeline, c.pipeline);
 }
 
+double pageable_upload_s(const core::HostSpec& host, int devices_per_node, double elements, double to_bytes) {
+  const double share = host.memory_share(devices_per_node);
+  const double convert = share > 0.0 ? elements * (4.0 + to_bytes) / share : 0.0;
+  return convert + (host.pageable_h2d.value() > 0.0 ? elements * to_bytes / host.pageable_h2d.value() : 0.0);
+}
+
+double pageable_download_s(const core::HostSpec& host, int devices_per_node, double elements, double from_bytes) {
+  const double share = host.memory_share(devices_per_node);
+  const double convert = share > 0.0 ? elements * (from_bytes + 4.0) / share : 0.0;
+  return convert + (host.pageable_d2h.value() > 0.0 ? elements * from_bytes / host.pageable_d2h.value() : 0.0);
+}
+
 void lower_optimizer_step(graph::TaskGraph& g, const StepLowering& step) {
   using graph::Purpose;
   using graph::TaskId;
@@ -103,9 +115,18 @@ void lower_optimizer_step(graph::TaskGraph& g, const StepLowering& step) {
     // DeepSpeed runs CPU Adam inside step(), after backward() has returned (no delayed update by default); the
     // GPU's share of a partial offload (Twin-Flow) runs beside it.
     if (step.backward_end) g.add_dep(cpu, *step.backward_end);
+    // The 16-bit parameters are written from the fp32 ones by a copy_ across devices and dtypes (DeepSpeed 0.14
+    // stage3.py:2001 _reassign_or_swap_out_partitioned_parameters; stage_1_and_2.py the same for bit16_partitions):
+    // converted on the host into a pageable buffer and staged, then sent.
+    TaskId before = cpu;
+    if (step.upload_host_s > 0.0) {
+      before = g.add_host_work(step.role, Purpose::kOffload, graph::Phase::kOptimizer, core::Seconds(step.upload_host_s),
+                               -1, -1);
+      g.add_dep(before, cpu);
+    }
     upload = g.add_copy(step.role, graph::Stream::kHostToDevice, Purpose::kOffload, core::Bytes(step.upload_bytes),
                         -1, -1);
-    g.add_dep(*upload, cpu);
+    g.add_dep(*upload, before);
   }
   if (!step.gather_group) return;
   double remaining = step.gather_bytes;

@@ -85,7 +85,18 @@ struct StepLowering {
   graph::Stream gather_stream = graph::Stream::kParamGather;
   double host_optimizer_bytes = 0.0;  ///< ZeRO-Offload: host memory traffic of CPU Adam (0 = no offload)
   double upload_bytes = 0.0;          ///< ZeRO-Offload: updated fp16 parameters copied back to the device
+  /// ZeRO-Offload: the host's work before that copy (the fp32 -> 16-bit conversion into a pageable temporary and
+  /// its staging, see pageable_upload_s)
+  double upload_host_s = 0.0;
 };
+
+/** @brief The host's time to copy `elements` fp32 host values into 16-bit device memory as PyTorch's copy_ does
+ *  across devices and dtypes: converted on the CPU into a pageable temporary (read 4 bytes, write `to_bytes`, at the
+ *  device's share of host memory bandwidth), then staged for the link at the host's pageable rate. The link's part
+ *  is the caller's copy task. */
+double pageable_upload_s(const core::HostSpec& host, int devices_per_node, double elements, double to_bytes);
+/** @brief The same the other way: 16-bit device values into fp32 host memory (staged, then converted). */
+double pageable_download_s(const core::HostSpec& host, int devices_per_node, double elements, double from_bytes);
 void lower_optimizer_step(graph::TaskGraph& g, const StepLowering& step);
 
 }  // namespace shardsim::strategies

@@ -149,6 +149,8 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
   const bool hooked = assembles_units(plan);
   const int ahead = hooked ? zero3_live_units(costs, model, plan) - 1 : 0;
   const bool fsdp = plan.framework == core::Framework::kFsdp;
+  // DeepSpeed's ZeRO-3 optimizer runs on any number of ranks (DeepSpeedZeroOptimizer_Stage3), one included.
+  const bool ds_stage3 = plan.framework == core::Framework::kDeepSpeed && (sh.params > 1 || plan.zero_stage == 3);
   const double bucket_bytes = gradient_bucket_bytes(plan, gb, true);
   // A bucket reduced into its owners' shards: reduce-scatter, or DeepSpeed ZeRO-1/2's all-reduce of the bucket.
   const CollectiveOp shard_reduce =
@@ -263,8 +265,26 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
     }
     if (plan.offload.optimizer) {
       // ZeRO-Offload: this rank's reduced share of the bucket goes to the host, where CPU Adam will read it.
-      const double share = bytes / (boundary ? sh.optimizer : sh.grads) * plan.offload.ratio;
-      chain(g.add_copy(role, Stream::kDeviceToHost, Purpose::kOffload, core::Bytes(share), unit, micro));
+      const double share = elements / (boundary ? sh.optimizer : sh.grads) * plan.offload.ratio;
+      auto copy = [&](Stream s, double b) { chain(g.add_copy(role, s, Purpose::kOffload, core::Bytes(b), unit, micro)); };
+      if (ds_stage3) {
+        // DeepSpeed 0.14 ZeRO-3 (stage3.py:1418-1467 partition_grads): the reduced shard into its pinned host
+        // buffer and back to the device (for the norm), every micro-batch; at the accumulation boundary a copy_
+        // into the fp32 host gradients, across devices and dtypes: sent to a pageable temporary, staged and
+        // converted on the host, which waits for it (a blocking copy) before it runs the backward on.
+        copy(Stream::kDeviceToHost, share * gb);
+        copy(Stream::kHostToDevice, share * gb);
+        if (boundary) {
+          copy(Stream::kDeviceToHost, share * gb);
+          chain(g.add_host_work(role, Purpose::kOffload, Phase::kBackward,
+                                core::Seconds(pageable_download_s(cluster.host, cluster.devices_per_node, share, gb)),
+                                unit, micro));
+        }
+      } else {
+        // ZeRO-1/2 (stage_1_and_2.py async_inplace_copy_grad_to_fp32_buffer_from_gpu): converted to fp32 on the
+        // device, then a non-blocking pinned copy.
+        copy(Stream::kDeviceToHost, share * 4.0);
+      }
     }
     if (first) return producer;  // nothing to communicate (a single rank)
     g.add_mem(last, true, MemKind::kGradBuffer, core::Bytes(-bytes));
@@ -302,7 +322,8 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
 
     // With optimizer offload even a single rank's gradients leave by bucket: to the host, for CPU Adam; FSDP on
     // one rank still lays each unit's gradients out for its reduce-scatter.
-    const bool reduce_now = (n > 1 || plan.offload.optimizer || (fsdp && hooked)) && (sh.grads > 1 || mb == micros - 1 || fsdp);
+    const bool reduce_now = (n > 1 || plan.offload.optimizer || (fsdp && hooked)) &&
+                            (sh.grads > 1 || mb == micros - 1 || fsdp || (ds_stage3 && plan.offload.optimizer));
     for (int u = units - 1; u >= 0; --u) {
       const UnitCost& c = costs.units[static_cast<std::size_t>(u)];
       const auto h = bwd_host[static_cast<std::size_t>(u)] = host_work(c, Phase::kBackward, u, mb);
@@ -353,8 +374,12 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
   const double shard = costs.params_per_rank / sh.optimizer;
   step.optimizer_bytes = optimizer_step_bytes(model, shard * (plan.offload.optimizer ? 1.0 - plan.offload.ratio : 1.0));
   if (plan.offload.optimizer) {
-    step.host_optimizer_bytes = optimizer_step_bytes(model, shard * plan.offload.ratio).value();
+    // CPU Adam, after DeepSpeed scales the fp32 host gradients in place (stage3.py:2108-2117
+    // unscale_and_clip_grads, stage_1_and_2.py the same: a read and a write of 4 bytes each).
+    step.host_optimizer_bytes = optimizer_step_bytes(model, shard * plan.offload.ratio).value() +
+                                8.0 * shard * plan.offload.ratio;
     step.upload_bytes = shard * plan.offload.ratio * pb;
+    step.upload_host_s = pageable_upload_s(cluster.host, cluster.devices_per_node, shard * plan.offload.ratio, pb);
   }
   if (u_size > 1) {
     step.gather_group = u_group;

@@ -90,6 +90,19 @@ inline constexpr double kFittedMegatronBlockBackwardS = 1.332e-3;
 /// the 15 configurations (the test HostHooks.RankSliceIsTheMedianOfTheLoopMeasurements recomputes it). CUDA
 /// tensors' slices cost at least as much; the A100/H100 hosts' own figure is not measured.
 inline constexpr double kMeasuredRankSliceS = 1.415e-6;
+/// Pageable copies (from or to memory the driver has not pinned) are staged through a pinned buffer, the host
+/// copying each byte once more: the host's staging rate per direction, from an H100 host's pinned and pageable
+/// 1 GiB copies (validate/results/NVIDIA-H100-80GB-HBM3-2026-11-23.yaml: device-to-host 87.4 ms pageable, 19.5 ms
+/// pinned; host-to-device 128.0 and 19.6 ms): 1 GiB / (pageable - pinned). The test
+/// HostHooks.PageableStagingIsTheH100HostsCopies recomputes them; other hosts [guess].
+/// The fraction of the host's memory bandwidth that its memory-bound work reaches (CPU Adam, dtype conversions):
+/// fitted on the offload-single set (fit: ZeRO-3 with CPU Adam on one A100 of Polaris, a 32-core EPYC 7543P host;
+/// 22.6% -> 14.5% mean error there, offload-polaris held out: 29.0% -> 16.3%): `shardsim calibrate --set
+/// offload-single offload-polaris --fit host.memory_efficiency` (the test HostHooks.HostMemoryEfficiencyIsTheFitToOffloadSingle
+/// refits it). Other hosts [guess].
+inline constexpr double kFittedHostMemoryEfficiency = 0.4362;
+inline constexpr double kMeasuredPageableD2HBps = 15.814e9;
+inline constexpr double kMeasuredPageableH2DBps = 9.9008e9;
 
 struct HostSpec {
   Bytes memory;
@@ -114,6 +127,21 @@ struct HostSpec {
   /// reduce-scatter (kMeasuredRankSliceS): a cost that grows with the data-parallel group, 0.3 s per micro-batch
   /// for a 7B model on 1,024 ranks.
   Seconds rank_slice{kMeasuredRankSliceS};
+  /// The host's staging rate of pageable copies, per direction (kMeasuredPageableD2HBps): a pageable copy costs
+  /// its bytes over the link and again at this rate on the host. PyTorch converts dtypes on the CPU when it copies
+  /// between host and device, through a pageable temporary: DeepSpeed's fp32 host gradients and its updated
+  /// 16-bit parameters travel that way.
+  /// What the host's memory-bound work (DeepSpeedCPUAdam and the scaling of the gradients before it, dtype
+  /// conversions) reaches of `memory_bandwidth`, shared by the node's devices' processes
+  /// (kFittedHostMemoryEfficiency).
+  double memory_efficiency = kFittedHostMemoryEfficiency;
+  /** @brief The host memory bandwidth one device's process gets for memory-bound work when every device of a
+   *  node of `devices_per_node` runs some at once. */
+  [[nodiscard]] double memory_share(int devices_per_node) const {
+    return memory_bandwidth.value() * memory_efficiency / devices_per_node;
+  }
+  BytesPerSec pageable_d2h{kMeasuredPageableD2HBps};
+  BytesPerSec pageable_h2d{kMeasuredPageableH2DBps};
 
   /** @brief The framework's host time for `fetches` fetch units holding `tensors` parameter tensors, one pass. */
   [[nodiscard]] Seconds hook_time(int fetches, int tensors) const {

@@ -55,7 +55,7 @@ core::Seconds AnalyticalEngine::duration(const TaskGraph& g, const Task& t) cons
       if (t.time_s >= 0.0) return core::Seconds(t.time_s);  // host work of a given duration
       SHARDSIM_ASSERT(cluster_->host.memory_bandwidth.value() > 0.0, "host work on a cluster without host memory");
       // Every device of the node runs its CPU optimizer at once: each gets its share of host memory bandwidth.
-      return core::Seconds(t.bytes / (cluster_->host.memory_bandwidth.value() / cluster_->devices_per_node));
+      return core::Seconds(t.bytes / cluster_->host.memory_share(cluster_->devices_per_node));
   }
   return core::Seconds(0.0);
 }

@@ -205,6 +205,24 @@ TEST(HostHooks, RankSliceIsTheMedianOfTheLoopMeasurements) {
   EXPECT_LT(ratio, 256.0);
 }
 
+// The host's memory efficiency is the fit to offload-single (one A100 of Polaris with CPU Adam), the multi-GPU
+// offload runs held out; both better after.
+TEST(HostHooks, HostMemoryEfficiencyIsTheFitToOffloadSingle) {
+  const std::string dir = std::string(SHARDSIM_SOURCE_DIR) + "/validate/data/";
+  std::vector<Observation> obs;
+  for (const char* set : {"offload_single", "offload_polaris"}) {
+    const auto more = observations_of(load_validation_set(dir + set + ".yaml"));
+    obs.insert(obs.end(), more.begin(), more.end());
+  }
+  // From a start where the fitted value is not the default.
+  for (auto& o : obs) o.scenario.cluster.host.memory_efficiency = 1.0;
+  const RunFit f = fit_runs(obs, {"host.memory_efficiency"}, engine::EngineKind::kAnalytical);
+  ASSERT_EQ(f.fit.values.size(), 1u);
+  EXPECT_NEAR(f.fit.values[0] / core::kFittedHostMemoryEfficiency, 1.0, 0.01);
+  EXPECT_LT(f.fit_after.mean_abs, f.fit_before.mean_abs);
+  EXPECT_LT(f.check_after.mean_abs, f.check_before.mean_abs);
+}
+
 // Megatron's backward block time is the fit to vtrain-single (the fit set), the other Megatron sets held out.
 TEST(HostHooks, MegatronBlocksAreTheFitToVtrainSingle) {
   const std::string dir = std::string(SHARDSIM_SOURCE_DIR) + "/validate/data/";
