@@ -184,6 +184,21 @@ TEST(HostHooks, AreTheFitOfTheFsdpMeasurements) {
   EXPECT_NEAR(slope(2) / host.block_backward.value(), 1.0, 1e-3);
 }
 
+// The host's staging rate of pageable copies is what the H100 host's 1 GiB copies take beyond the pinned ones, per
+// direction.
+TEST(HostHooks, PageableStagingIsTheH100HostsCopies) {
+  const std::string path = std::string(SHARDSIM_SOURCE_DIR) + "/validate/results/NVIDIA-H100-80GB-HBM3-2026-11-23.yaml";
+  const Results r = parse_results(scenario::read_text_file(path, "results"), path);
+  std::map<std::string, double> gib;
+  for (const auto& m : r.measurements) {
+    if (m.kind == "copy" && m.bytes == 1073741824.0) gib[m.name] = m.seconds;
+  }
+  ASSERT_EQ(gib.count("d2h_pageable") + gib.count("d2h_pinned") + gib.count("h2d_pageable") + gib.count("h2d_pinned"), 4u);
+  const core::HostSpec host;
+  EXPECT_NEAR(1073741824.0 / (gib["d2h_pageable"] - gib["d2h_pinned"]) / host.pageable_d2h.value(), 1.0, 1e-3);
+  EXPECT_NEAR(1073741824.0 / (gib["h2d_pageable"] - gib["h2d_pinned"]) / host.pageable_h2d.value(), 1.0, 1e-3);
+}
+
 // DeepSpeed's per-rank gradient layout costs the median per rank and tensor of the loop measurements (8-1,024
 // ranks x 1-16 tensors); the cost is per rank and tensor: at 1,024 ranks the call takes ~100x what it takes at 8.
 TEST(HostHooks, RankSliceIsTheMedianOfTheLoopMeasurements) {
