@@ -25,7 +25,7 @@ std::string write_temp(const std::string& name, const std::string& text) {
 
 TEST(CollectiveChecks, ShippedBenchmarksNameTheirMachineAndForcedSettings) {
   const auto checks = load_collective_checks(data_dir());
-  ASSERT_EQ(checks.size(), 2u);
+  ASSERT_EQ(checks.size(), 7u);
   const auto& big = checks[0];  // name order: h100_128x8... first
   EXPECT_EQ(big.cluster, "dgx-h100");
   EXPECT_EQ(big.ranks, 1024);
@@ -48,6 +48,19 @@ TEST(CollectiveChecks, ShippedBenchmarksNameTheirMachineAndForcedSettings) {
   }
   EXPECT_EQ(checks[1].samples.size(), 14u);
   EXPECT_FALSE(checks[1].protocols_forced);
+  // ALCF's Polaris runs, 8 to 512 ranks of one Slingshot network: ring all-gathers whose small-message time grows
+  // with the ranks (a ring's latency is linear in them), measured and predicted alike.
+  const auto& p512 = checks[2];
+  EXPECT_EQ(p512.cluster, "polaris");
+  EXPECT_EQ(p512.ranks, 512);
+  EXPECT_EQ(checks[5].ranks, 32);
+  const auto r512 = predict_collective_check(p512);
+  const auto r32 = predict_collective_check(checks[5]);
+  ASSERT_FALSE(r512.empty());
+  ASSERT_FALSE(r32.empty());
+  EXPECT_EQ(r512[0].bytes, r32[0].bytes);  // 64 KiB, the smallest size kept
+  EXPECT_GT(r512[0].measured_s, 10.0 * r32[0].measured_s);
+  EXPECT_GT(r512[0].predicted_s, 10.0 * r32[0].predicted_s);
 }
 
 TEST(CollectiveChecks, ABenchmarkWithoutItsMachineIsRefusedWithFileAndLine) {
