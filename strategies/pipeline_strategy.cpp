@@ -90,6 +90,19 @@ void PipelineStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) const
     if (t <= 0.0) return std::nullopt;
     return g.add_host_work(role, Purpose::kFramework, phase, core::Seconds(t), unit, micro);
   };
+  // Megatron-LM's point-to-point exchange waits for its requests and then for the whole device
+  // (NVIDIA/Megatron-LM@core_v0.9.0 megatron/core/pipeline_parallel/p2p_communication.py:381-389: req.wait(),
+  // then torch.cuda.synchronize() under batch_p2p_comm and batch_p2p_sync, both on by default): a stage's thread
+  // runs on only once the activation or gradient has arrived and its GPU has drained, so it cannot run ahead
+  // of the schedule.
+  const bool p2p_syncs = plan.framework == core::Framework::kMegatron;
+  std::vector<std::optional<TaskId>> last_gpu(static_cast<std::size_t>(p));
+  auto host_sync = [&](TaskId recv, Phase phase, int unit, int micro) {
+    if (!p2p_syncs) return;
+    const TaskId w = g.add_host_work(role, Purpose::kFramework, phase, core::Seconds(0.0), unit, micro);
+    g.add_dep(w, recv);
+    if (const auto& before = last_gpu[role]; before) g.add_dep(w, *before);
+  };
 
   auto lower_forward = [&](const PipelineOp& op) {
     std::optional<TaskId> recv;
@@ -97,6 +110,7 @@ void PipelineStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) const
       recv = g.add_collective(role, p2p_stream, CollectiveOp::kSendRecv, Purpose::kPipeline, p2p_group, boundary_bytes,
                               layout.units(op.chunk).front(), op.micro);
       g.add_dep(*recv, *fwd_done[at(op.chunk - 1, op.micro)]);
+      host_sync(*recv, Phase::kForward, layout.units(op.chunk).front(), op.micro);
     }
     TaskId last = 0;
     bool first = true;
@@ -112,6 +126,7 @@ void PipelineStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) const
       add_tp(u, op.micro, c.tp_allreduces);
     }
     fwd_done[at(op.chunk, op.micro)] = last;
+    last_gpu[role] = last;
   };
 
   auto lower_backward = [&](const PipelineOp& op) {
@@ -120,6 +135,7 @@ void PipelineStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) const
       recv = g.add_collective(role, p2p_stream, CollectiveOp::kSendRecv, Purpose::kPipeline, p2p_group, boundary_bytes,
                               layout.units(op.chunk).back(), op.micro);
       g.add_dep(*recv, *bwd_done[at(op.chunk + 1, op.micro)]);
+      host_sync(*recv, Phase::kBackward, layout.units(op.chunk).back(), op.micro);
     }
     const bool reduce = dp > 1 && op.micro == m - 1;
     auto& bk = buckets[role];
@@ -155,6 +171,7 @@ void PipelineStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) const
       if (reduce) bk.add(b, c.params * gb, c.tensors, u, op.micro, it + 1 == units.rend());
     }
     bwd_done[at(op.chunk, op.micro)] = last;
+    last_gpu[role] = last;
   };
 
   auto lower_step = [&]() {

@@ -169,3 +169,55 @@ TEST(PipelineStrategy, DataParallelReplicasReduceTheirStagesGradients) {
 
 }  // namespace
 }  // namespace shardsim::strategies
+
+namespace shardsim::strategies {
+namespace {
+
+// Megatron-LM's pipeline exchanges synchronise the device and its host thread (p2p_communication.py: req.wait(),
+// torch.cuda.synchronize()): where the host sets the pace (small blocks), a stage's thread waits for each
+// activation and gradient, so 1F1B's (m + p - 1) slots are paid in host time too; a thread that may run ahead
+// (framework deepspeed here) overlaps them.
+TEST(PipelineStrategy, MegatronsExchangesHoldTheHostToTheSchedule) {
+  auto iteration = [](core::Framework framework) {
+    core::ModelSpec m = uniform_model(8);
+    m.hidden = 256;
+    m.heads = 4;
+    m.kv_heads = 4;
+    m.ffn_hidden = 1024;
+    m.seq_len = 256;
+    core::ClusterSpec cluster = testing::flat(4);
+    core::PlanSpec plan;
+    plan.pp = 4;
+    plan.dp = 1;
+    plan.global_batch = 2;
+    plan.recompute = core::Recompute::kNone;
+    plan.framework = framework;
+    const ModelCosts costs = compute_model_costs(m, plan);
+    graph::TaskGraph g;
+    PipelineStrategy().lower(LoweringInput{m, cluster, plan, costs}, g);
+    int syncs = 0;
+    for (graph::TaskId t = 0; t < g.size(); ++t) {
+      const auto& task = g.tasks()[t];
+      if (task.kind != graph::TaskKind::kHostCompute || task.time_s != 0.0) continue;
+      ++syncs;
+      bool after_recv = false;
+      for (graph::TaskId d : g.deps(t)) after_recv |= g.tasks()[d].purpose == graph::Purpose::kPipeline;
+      EXPECT_TRUE(after_recv) << g.label(t);
+    }
+    engine::AnalyticalEngine eng(cluster, core::CollectiveAlgorithm::kAuto);
+    const double slot = 2.0 * (cluster.host.megatron_block_forward + cluster.host.megatron_block_backward).value();
+    return std::tuple{eng.run(g).iteration_time.value(), syncs, slot};
+  };
+  const auto [megatron, syncs, slot] = iteration(core::Framework::kMegatron);
+  const auto [free_running, none, unused] = iteration(core::Framework::kDeepSpeed);
+  (void)unused;
+  // Each of the 2 micro-batches receives on 3 stages forward and 3 backward.
+  EXPECT_EQ(syncs, 2 * 3 * 2);
+  EXPECT_EQ(none, 0);
+  // Two blocks per stage: (m + p - 1) = 5 slots of two blocks' host time, forward and backward.
+  EXPECT_GE(megatron, 5.0 * slot * 0.95);
+  EXPECT_GT(megatron, 1.2 * free_running);
+}
+
+}  // namespace
+}  // namespace shardsim::strategies
