@@ -62,4 +62,12 @@ engine::EngineKind engine_of(const std::string& name) {
   return *kind;
 }
 
+int thread_count(const po::variables_map& vm) {
+  const int n = vm["threads"].as<int>();
+  if (n < 0 || n > kMaxThreads) {
+    throw UsageError(fmt::format("--threads: 0 (one per core) to {}, got {}", kMaxThreads, n));
+  }
+  return n;
+}
+
 }  // namespace shardsim::cli

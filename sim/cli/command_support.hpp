@@ -36,6 +36,11 @@ std::vector<std::string> split_commas(const std::string& s);
 /** @brief The machine a command names: a cluster preset, or a scenario file's cluster (the scenario as loaded).
  *  UsageError for an unknown preset; ConfigError from the file. */
 scenario::Scenario load_machine(const std::string& name);
+/// The most worker threads a command may start (--threads): well past any host's cores, far short of what the
+/// system refuses to create.
+constexpr int kMaxThreads = 1024;
+/** @brief The --threads option, checked: 0 (one per core) to kMaxThreads; UsageError otherwise. */
+int thread_count(const po::variables_map& vm);
 /** @brief The engine named on the command line; UsageError unless analytical or simgrid. */
 engine::EngineKind engine_of(const std::string& name);
 

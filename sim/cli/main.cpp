@@ -219,7 +219,7 @@ int cmd_search(const std::vector<std::string>& args) {
   if (vm.count("rescore") && vm["rescore"].as<std::string>() != "simgrid") {
     throw UsageError(fmt::format("--rescore takes 'simgrid' (got '{}')", vm["rescore"].as<std::string>()));
   }
-  const auto result = search::search(base, search::default_space(base), top, vm["threads"].as<int>());
+  const auto result = search::search(base, search::default_space(base), top, thread_count(vm));
   const std::string rescored = vm.count("rescore") ? search::rescore_on_simgrid(result) : std::string();
   if (vm.count("json")) {
     nlohmann::ordered_json j;

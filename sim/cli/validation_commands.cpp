@@ -111,7 +111,7 @@ int calibrate_runs(const po::variables_map& vm) {
       obs.insert(obs.end(), more.begin(), more.end());
     }
   }
-  const auto fit = validate::fit_runs(obs, split_commas(vm["fit"].as<std::string>()), engine, vm["threads"].as<int>());
+  const auto fit = validate::fit_runs(obs, split_commas(vm["fit"].as<std::string>()), engine, thread_count(vm));
   if (vm.count("output")) {
     report::write_file_atomic(vm["output"].as<std::string>(), validate::write_calibration(validate::run_fit_calibration(fit)));
   }
@@ -213,7 +213,7 @@ int cmd_validate(const std::vector<std::string>& args) {
       }
     }
   }
-  const auto report = validate::run_validation(sets, engine, vm["threads"].as<int>());
+  const auto report = validate::run_validation(sets, engine, thread_count(vm));
   // The collective library model against published collective benchmarks, with the whole suite.
   const bool whole_suite = !vm.count("sets") && (!vm.count("role") || vm["role"].as<std::string>() == "check");
   const auto checks = whole_suite ? validate::load_collective_checks(dir + "/collectives")

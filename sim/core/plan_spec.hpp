@@ -11,6 +11,14 @@
 
 namespace shardsim::core {
 
+/// Budgets checked when a scenario is read, before anything is built (exit 2 with the key, its value and the limit):
+/// model layers, and the tasks one iteration lowers to, estimated as micro-batches x units x kTasksPerUnit (a
+/// DeepSpeed ZeRO-3 block with its per-submodule gathers, reduction and host work is ~25), so that a graph stays
+/// within a few GB of memory and seconds of work.
+inline constexpr int kMaxLayers = 100000;
+inline constexpr int kTasksPerUnit = 32;
+inline constexpr double kMaxTasks = 2e7;
+
 enum class Recompute { kNone, kSelective, kFull };
 /// kAuto: what the cluster's collective library would run (engine/collective_library.hpp: NCCL's or RCCL's tuning
 /// model picks ring or tree and the protocol; alpha-beta: the cheaper of ring and tree). kRing / kTree force the

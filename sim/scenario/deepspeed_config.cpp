@@ -41,6 +41,12 @@ DeepSpeedPlan parse_deepspeed_config(const std::string& text, const std::string&
     add("micro_batch", std::to_string(count(j["train_micro_batch_size_per_gpu"], "train_micro_batch_size_per_gpu")),
         "train_micro_batch_size_per_gpu");
   }
+  // Everything else at the top level (precision, optimizer, scheduler, clipping, logging) is not modelled: say so.
+  for (const auto& [key, v] : j.items()) {
+    if (key != "train_batch_size" && key != "train_micro_batch_size_per_gpu" && key != "zero_optimization") {
+      out.ignored.push_back(key);
+    }
+  }
   if (!j.contains("zero_optimization")) return out;
   const json& z = j["zero_optimization"];
   if (!z.is_object()) throw core::ConfigError(where, "zero_optimization", "expected an object");

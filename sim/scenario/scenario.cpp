@@ -29,7 +29,14 @@ core::Dtype parse_dtype_node(const ConfigNode& n) {
 // ---------------------------------------------------------------- model
 void apply_model_fields(const ConfigNode& n, core::ModelSpec& m) {
   if (auto v = n.find("name")) m.name = v->as_string();
-  if (auto v = n.find("layers")) m.layers = v->as_positive_int();
+  if (auto v = n.find("layers")) {
+    m.layers = v->as_positive_int();
+    // Budget: each layer is lowered as tasks; the largest published models have a few hundred.
+    if (m.layers > core::kMaxLayers) {
+      v->fail(fmt::format("at most {} layers (the largest published models have a few hundred), got {}", core::kMaxLayers,
+                          m.layers));
+    }
+  }
   if (auto v = n.find("hidden")) m.hidden = v->as_positive_int();
   if (auto v = n.find("heads")) {
     m.heads = v->as_positive_int();
@@ -753,6 +760,15 @@ void resolve_and_check(Scenario& s, const ConfigNode& root, const PlanDeferred& 
   if (p.global_batch % per_step != 0) {
     at("global_batch").fail(fmt::format("global_batch = {} is not a multiple of micro_batch x dp = {} x {} = {}",
                                         p.global_batch, p.micro_batch, p.dp, per_step));
+  }
+  // Budget: one iteration is lowered micro-batch by micro-batch, unit by unit (about kTasksPerUnit tasks each);
+  // refuse before building a graph that would not fit in memory or time.
+  if (const double tasks = static_cast<double>(p.grad_accumulation()) * (m.layers + 2.0) * core::kTasksPerUnit;
+      tasks > core::kMaxTasks) {
+    at("global_batch").fail(fmt::format(
+        "this plan lowers to about {:.3g} tasks ({} micro-batches per iteration x {} layers x ~{}), over the limit of "
+        "{:.3g}: fewer micro-batches per iteration (global_batch / (micro_batch x dp)) or layers",
+        tasks, p.grad_accumulation(), m.layers, core::kTasksPerUnit, core::kMaxTasks));
   }
   if (p.virtual_stages > 1 && p.grad_accumulation() % p.pp != 0) {
     at("virtual_stages").fail(fmt::format("the interleaved schedule needs micro-batches ({}) divisible by pp = {}",

@@ -148,6 +148,25 @@ TEST(Cli, UsageErrorsExitWithTwo) {
   EXPECT_EQ(run("run scenarios/frontier_gpt20b_zero3.yaml --json /nonexistent/dir/out.json").code, 2);
 }
 
+// Budgets: what would size work without bound is refused before anything is built, naming the key, the value and
+// the limit (a hundred million layers or micro-batches ran for minutes; a hundred million threads aborted).
+TEST(Cli, BudgetsRefuseUnboundedWorkUpFront) {
+  const fs::path d = temp_dir();
+  std::ofstream(d / "layers.yaml") << "model: {preset: llama-7b, layers: 100000000}\ncluster: dgx-a100\nplan: {zero_stage: 1}\n";
+  std::ofstream(d / "batch.yaml") << "model: llama-7b\ncluster: dgx-a100\nplan: {zero_stage: 1, global_batch: 800000000}\n";
+  Outcome r = run("run '" + (d / "layers.yaml").string() + "'");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("model.layers: at most 100000 layers"), std::string::npos) << r.out;
+  r = run("run '" + (d / "batch.yaml").string() + "'");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("plan.global_batch: this plan lowers to about 1.09e+11 tasks"), std::string::npos) << r.out;
+  r = run("search scenarios/search_llama13b_1024.yaml --threads 100000000");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("--threads: 0 (one per core) to 1024, got 100000000"), std::string::npos) << r.out;
+  EXPECT_EQ(run("validate --threads -1").code, 2);
+  fs::remove_all(d);
+}
+
 TEST(Cli, HelpEverywhere) {
   for (const char* cmd : {"--help", "run --help", "search --help", "calibrate --help", "validate --help", "models --help",
                           "clusters --help", "bench --help"}) {
