@@ -15,7 +15,9 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <thread>
 
 namespace {
 
@@ -135,6 +137,40 @@ TEST(Cli, BadInputExitsWithTwoAndWritesNothing) {
   r = run("run '" + bad.string() + "' --json '" + (d / "keep.json").string() + "'");
   EXPECT_EQ(r.code, 2);
   EXPECT_EQ(read(d / "keep.json"), "previous");
+  fs::remove_all(d);
+}
+
+// Outputs that are not regular files are written in place, never replaced by one: a FIFO (as /dev/stdout or a
+// pipe would be) and a symbolic link, which keeps pointing at its target. (As root, --json /dev/null used to
+// replace the device node with a regular file.) A regular file is replaced whole, with no temporary left.
+TEST(Cli, OutputsThatAreNotRegularFilesAreWrittenInPlace) {
+  const fs::path d = temp_dir();
+  const fs::path fifo = d / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::string through_fifo;
+  std::thread reader([&] {
+    std::ifstream in(fifo, std::ios::binary);
+    std::ostringstream all;
+    all << in.rdbuf();
+    through_fifo = all.str();
+  });
+  Outcome r = run("run scenarios/frontier_gpt20b_zero3.yaml --json '" + fifo.string() + "'");
+  reader.join();
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(fs::is_fifo(fs::symlink_status(fifo)));
+  EXPECT_NE(through_fifo.find("\"scenario\": \"frontier-gpt20b-zero3\""), std::string::npos);
+  std::ofstream(d / "real.json") << "old";
+  fs::create_symlink("real.json", d / "link.json");
+  r = run("run scenarios/frontier_gpt20b_zero3.yaml --json '" + (d / "link.json").string() + "'");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(d / "link.json")));
+  EXPECT_EQ(read(d / "real.json"), through_fifo);
+  r = run("run scenarios/frontier_gpt20b_zero3.yaml --json '" + (d / "real.json").string() + "'");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(read(d / "real.json"), through_fifo);
+  int left = 0;
+  for (const auto& e : fs::directory_iterator(d)) left += e.path().extension() == ".tmp" ? 1 : 0;
+  EXPECT_EQ(left, 0);
   fs::remove_all(d);
 }
 
