@@ -24,6 +24,7 @@
 #include "sim/scenario/text_file.hpp"
 #include "sim/search/plan_search.hpp"
 #include "sim/cli/collective_command.hpp"
+#include "sim/cli/sweep_command.hpp"
 #include "sim/cli/command_support.hpp"
 #include "sim/cli/validation_commands.hpp"
 #include "validate/calibration.hpp"
@@ -43,6 +44,8 @@ const char* kUsage =
     "\n"
     "commands:\n"
     "  run SCENARIO.yaml   evaluate a scenario (or each variant of its sweep)\n"
+    "  sweep SCENARIO.yaml -o DIR  every point of a sweep, in parallel, resumable, to CSV and JSON Lines\n"
+    "  merge DIR... -o DIR  join the folders of a sweep's shards (sweep --shard i/N)\n"
     "  search SCENARIO.yaml  rank the plans that fit around a scenario (shard factors, ZeRO++, tp, batch)\n"
     "  validate [SET...]   predicted next to measured for published training runs (validate/data/)\n"
     "  calibrate RESULTS.yaml  fit model parameters to hardware measurements\n"
@@ -327,6 +330,8 @@ int main(int argc, char** argv) {
     const std::vector<std::string> rest(args.begin() + 1, args.end());
     if (cmd == "run") return cmd_run(rest);
     if (cmd == "search") return cmd_search(rest);
+    if (cmd == "sweep") return cmd_sweep(rest);
+    if (cmd == "merge") return cmd_merge(rest);
     if (cmd == "calibrate") return cmd_calibrate(rest);
     if (cmd == "validate") return cmd_validate(rest);
     if (cmd == "models") return cmd_models(rest);

@@ -941,49 +941,94 @@ Scenario parse_variant(const ConfigNode& base, const std::vector<std::pair<std::
   return parse_one(vroot, std::filesystem::path(base.file()).parent_path());
 }
 
-std::vector<Scenario> parse_root(const ConfigNode& root, const std::string& file) {
+SweepPlan::SweepPlan(const ConfigNode& root, const std::string& file) : root_(root), file_(file) {
   if (!root.yaml().IsMap()) root.fail("expected a scenario: a map with model, cluster and plan");
   root.expect_map({"name", "description", "engine", "model", "cluster", "plan", "sweep", "search"});
-  const std::filesystem::path base_dir = std::filesystem::path(file).parent_path();
   auto sweep = root.find("sweep");
-  if (!sweep) return {parse_one(root, base_dir)};
-
+  if (!sweep) return;
   // Cartesian product of the sweep's value lists, first key outermost.
-  struct Axis {
-    std::string key;
-    std::vector<std::string> path;
-    std::vector<ConfigNode> values;
-  };
-  std::vector<Axis> axes;
+  double points = 1.0;
   for (auto& [key, vals] : sweep->entries()) {
-    Axis a{key, split_dots(key), vals.items()};
+    Axis a{key, vals.items()};
     check_change_key(vals, key, "sweep keys");
     for (const ConfigNode& v : a.values) check_change_value(v, key);
     if (a.values.empty()) vals.fail("expected a non-empty list of values");
-    axes.push_back(std::move(a));
+    points *= static_cast<double>(a.values.size());
+    // Budget: points are made one at a time, but each is a whole evaluation.
+    if (points > kMaxSweepPoints) {
+      vals.fail(fmt::format("the sweep's axes multiply to more than {:.0f} points", kMaxSweepPoints));
+    }
+    axes_.push_back(std::move(a));
   }
+}
+
+std::size_t SweepPlan::size() const {
+  std::size_t n = 1;
+  for (const auto& a : axes_) n *= a.values.size();
+  return n;
+}
+
+SweepPoint SweepPlan::point(std::size_t index) const {
+  SHARDSIM_ASSERT(index < size(), "sweep point out of range");
+  SweepPoint p;
+  p.index = index;
+  const std::filesystem::path base_dir = std::filesystem::path(file_).parent_path();
+  if (axes_.empty()) {
+    p.scenario = parse_one(root_, base_dir);
+    return p;
+  }
+  // Mixed-radix digits of the index, the last axis fastest.
+  std::vector<std::size_t> digit(axes_.size());
+  std::size_t rest = index;
+  for (std::size_t k = axes_.size(); k-- > 0;) {
+    digit[k] = rest % axes_[k].values.size();
+    rest /= axes_[k].values.size();
+  }
+  YAML::Node copy = YAML::Clone(root_.yaml());
+  copy.remove("sweep");
+  for (std::size_t i = 0; i < axes_.size(); ++i) {
+    p.variant += fmt::format("{}{}", i ? ", " : "", apply_change(copy, axes_[i].key, axes_[i].values[digit[i]]));
+  }
+  ConfigNode vroot(copy, std::make_shared<const std::string>(file_), "", root_.location());
+  p.scenario = parse_one(vroot, base_dir);
+  p.scenario->variant = p.variant;
+  return p;
+}
+
+SweepPoint SweepPlan::try_point(std::size_t index) const {
+  try {
+    return point(index);
+  } catch (const ConfigError& e) {
+    SweepPoint p;
+    p.index = index;
+    // The label of the point that failed, made again without parsing it.
+    if (!axes_.empty()) {
+      std::size_t rest = index;
+      std::vector<std::size_t> digit(axes_.size());
+      for (std::size_t k = axes_.size(); k-- > 0;) {
+        digit[k] = rest % axes_[k].values.size();
+        rest /= axes_[k].values.size();
+      }
+      YAML::Node copy = YAML::Clone(root_.yaml());
+      for (std::size_t i = 0; i < axes_.size(); ++i) {
+        p.variant += fmt::format("{}{}", i ? ", " : "", apply_change(copy, axes_[i].key, axes_[i].values[digit[i]]));
+      }
+    }
+    p.error = e.what();
+    return p;
+  }
+}
+
+std::vector<Scenario> parse_root(const ConfigNode& root, const std::string& file) {
+  const SweepPlan plan(root, file);
   std::vector<Scenario> out;
-  std::vector<std::size_t> idx(axes.size(), 0);
-  for (;;) {
-    YAML::Node copy = YAML::Clone(root.yaml());
-    copy.remove("sweep");
-    std::string variant;
-    for (std::size_t i = 0; i < axes.size(); ++i) {
-      variant += fmt::format("{}{}", i ? ", " : "", apply_change(copy, axes[i].key, axes[i].values[idx[i]]));
-    }
-    ConfigNode vroot(copy, std::make_shared<const std::string>(file), "", root.location());
-    Scenario s = parse_one(vroot, base_dir);
-    s.variant = variant;
-    out.push_back(std::move(s));
-    std::size_t k = axes.size();
-    while (k > 0) {
-      --k;
-      if (++idx[k] < axes[k].values.size()) break;
-      idx[k] = 0;
-      if (k == 0) return out;
-    }
-    if (axes.empty()) return out;
-  }
+  out.reserve(plan.size());
+  for (std::size_t i = 0; i < plan.size(); ++i) out.push_back(std::move(*plan.point(i).scenario));
+  return out;
+}
+
+SweepPlan load_sweep(const std::string& path) {
+  return SweepPlan(ConfigNode::parse(read_text_file(path, "scenario file"), path), path);
 }
 
 namespace {

@@ -7,6 +7,7 @@
 //
 // A `sweep:` section lists key paths and values ("plan.zero_stage: [0, 1, 2, 3]"); the scenario then stands for
 // the cartesian product of those variants, each validated like a file of its own.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,42 @@ std::vector<Scenario> load_scenarios(const std::string& path, const std::vector<
  *  variant's label. Throws core::ConfigError. */
 Scenario parse_variant(const ConfigNode& base, const std::vector<std::pair<std::string, ConfigNode>>& changes,
                        std::string* label = nullptr);
+/// The most points a sweep may have (the product of its axes' lengths): checked before any point is made.
+inline constexpr double kMaxSweepPoints = 1e6;
+
+/** @brief One point of a sweep: its scenario, or why it is not one (a value out of range, a plan the model
+ *  refuses), with the file and line of the value at fault. */
+struct SweepPoint {
+  std::size_t index = 0;
+  std::string variant;  ///< the axes' values at this point ("" without a sweep:)
+  std::optional<Scenario> scenario;
+  std::string error;  ///< set when `scenario` is not
+};
+
+/** @brief A scenario file's points, made one at a time (the cartesian product of its sweep: axes, first key
+ *  outermost; one point without sweep:). The file's own structure is checked when the plan is made (throws
+ *  core::ConfigError); a point's values when the point is. */
+class SweepPlan {
+ public:
+  SweepPlan(const ConfigNode& root, const std::string& file);
+  [[nodiscard]] std::size_t size() const;
+  /** @brief Point `index` (< size()); throws core::ConfigError when its values do not make a scenario. */
+  [[nodiscard]] SweepPoint point(std::size_t index) const;
+  /** @brief The same, with the error in the point instead of thrown. */
+  [[nodiscard]] SweepPoint try_point(std::size_t index) const;
+
+ private:
+  struct Axis {
+    std::string key;
+    std::vector<ConfigNode> values;
+  };
+  ConfigNode root_;
+  std::string file_;
+  std::vector<Axis> axes_;
+};
+/** @brief The points of the scenario file at `path`. Throws core::ConfigError. */
+SweepPlan load_sweep(const std::string& path);
+
 /** @brief Parses YAML `text`; `file` names it in messages, relative paths resolve against its directory. */
 std::vector<Scenario> parse_scenarios(const std::string& text, const std::string& file,
                                       const std::vector<PlanOverride>& plan_overrides = {});
