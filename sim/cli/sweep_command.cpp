@@ -264,7 +264,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
 
   const std::string file = vm["scenario"].as<std::string>();
   const std::string text = scenario::read_text_file(file, "scenario file");
-  const scenario::SweepPlan plan(scenario::ConfigNode::parse(text, file), file);
+  const scenario::SweepPlan plan(scenario::ConfigNode::parse(text, file), file, text);
   std::vector<std::size_t> mine;
   for (std::size_t i = shard; i < plan.size(); i += shards) mine.push_back(i);
 

@@ -941,7 +941,8 @@ Scenario parse_variant(const ConfigNode& base, const std::vector<std::pair<std::
   return parse_one(vroot, std::filesystem::path(base.file()).parent_path());
 }
 
-SweepPlan::SweepPlan(const ConfigNode& root, const std::string& file) : root_(root), file_(file) {
+SweepPlan::SweepPlan(const ConfigNode& root, const std::string& file, std::optional<std::string> text)
+    : root_(root), file_(file), text_(std::move(text)) {
   if (!root.yaml().IsMap()) root.fail("expected a scenario: a map with model, cluster and plan");
   root.expect_map({"name", "description", "engine", "model", "cluster", "plan", "sweep", "search"});
   auto sweep = root.find("sweep");
@@ -960,6 +961,12 @@ SweepPlan::SweepPlan(const ConfigNode& root, const std::string& file) : root_(ro
     }
     axes_.push_back(std::move(a));
   }
+}
+
+YAML::Node SweepPlan::fresh_copy() const {
+  YAML::Node copy = text_ ? YAML::Load(*text_) : YAML::Clone(root_.yaml());
+  copy.remove("sweep");
+  return copy;
 }
 
 std::size_t SweepPlan::size() const {
@@ -984,8 +991,7 @@ SweepPoint SweepPlan::point(std::size_t index) const {
     digit[k] = rest % axes_[k].values.size();
     rest /= axes_[k].values.size();
   }
-  YAML::Node copy = YAML::Clone(root_.yaml());
-  copy.remove("sweep");
+  YAML::Node copy = fresh_copy();
   for (std::size_t i = 0; i < axes_.size(); ++i) {
     p.variant += fmt::format("{}{}", i ? ", " : "", apply_change(copy, axes_[i].key, axes_[i].values[digit[i]]));
   }
@@ -1019,8 +1025,9 @@ SweepPoint SweepPlan::try_point(std::size_t index) const {
   }
 }
 
-std::vector<Scenario> parse_root(const ConfigNode& root, const std::string& file) {
-  const SweepPlan plan(root, file);
+std::vector<Scenario> parse_root(const ConfigNode& root, const std::string& file,
+                                 std::optional<std::string> text = std::nullopt) {
+  const SweepPlan plan(root, file, std::move(text));
   std::vector<Scenario> out;
   out.reserve(plan.size());
   for (std::size_t i = 0; i < plan.size(); ++i) out.push_back(std::move(*plan.point(i).scenario));
@@ -1028,7 +1035,9 @@ std::vector<Scenario> parse_root(const ConfigNode& root, const std::string& file
 }
 
 SweepPlan load_sweep(const std::string& path) {
-  return SweepPlan(ConfigNode::parse(read_text_file(path, "scenario file"), path), path);
+  std::string text = read_text_file(path, "scenario file");
+  const ConfigNode root = ConfigNode::parse(text, path);
+  return SweepPlan(root, path, std::move(text));
 }
 
 namespace {
@@ -1108,7 +1117,7 @@ std::string cluster_to_yaml(const core::ClusterSpec& c) {
 std::vector<Scenario> parse_scenarios(const std::string& text, const std::string& file,
                                       const std::vector<PlanOverride>& plan_overrides) {
   const ConfigNode parsed = ConfigNode::parse(text, file);
-  if (plan_overrides.empty()) return parse_root(parsed, file);
+  if (plan_overrides.empty()) return parse_root(parsed, file, text);
   if (!parsed.yaml().IsMap()) parsed.fail("expected a scenario: a map with model, cluster and plan");
   YAML::Node copy = YAML::Clone(parsed.yaml());
   for (const auto& o : plan_overrides) set_path(copy, {"plan", o.plan_key}, o.value);

@@ -77,7 +77,9 @@ struct SweepPoint {
  *  core::ConfigError); a point's values when the point is. */
 class SweepPlan {
  public:
-  SweepPlan(const ConfigNode& root, const std::string& file);
+  /** @brief `text`, when given, is the file's text that `root` was parsed from: each point is made from it again,
+   *  so that its errors name the line of the value at fault (a copy of the parsed tree loses the lines). */
+  SweepPlan(const ConfigNode& root, const std::string& file, std::optional<std::string> text = std::nullopt);
   [[nodiscard]] std::size_t size() const;
   /** @brief Point `index` (< size()); throws core::ConfigError when its values do not make a scenario. */
   [[nodiscard]] SweepPoint point(std::size_t index) const;
@@ -89,8 +91,10 @@ class SweepPlan {
     std::string key;
     std::vector<ConfigNode> values;
   };
+  [[nodiscard]] YAML::Node fresh_copy() const;
   ConfigNode root_;
   std::string file_;
+  std::optional<std::string> text_;
   std::vector<Axis> axes_;
 };
 /** @brief The points of the scenario file at `path`. Throws core::ConfigError. */

@@ -216,6 +216,8 @@ TEST(Scenario, SweepValuesAreValidatedWhereTheyAreWritten) {
   const std::string yaml = std::string(kGood) + "sweep:\n  plan.zero_stage: [1, 7]\n";
   expect_error(yaml, {11, 24, "plan.zero_stage", "[0, 3]"});
   expect_error(std::string(kGood) + "sweep:\n  zero_stage: [1]\n", {11, 15, "sweep.zero_stage", "dotted paths"});
+  // A value the axis makes wrong elsewhere is named where it is written (it was 1:1 in a sweep).
+  expect_error(std::string(kGood) + "sweep:\n  plan.micro_batch: [2, 3]\n", {9, 17, "plan.global_batch", "not a multiple"});
 }
 
 TEST(Scenario, PresetOverridesApply) {
