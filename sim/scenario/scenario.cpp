@@ -947,19 +947,94 @@ SweepPlan::SweepPlan(const ConfigNode& root, const std::string& file, std::optio
   root.expect_map({"name", "description", "engine", "model", "cluster", "plan", "sweep", "search"});
   auto sweep = root.find("sweep");
   if (!sweep) return;
-  // Cartesian product of the sweep's value lists, first key outermost.
+  // Cartesian product of the sweep's axes, first key outermost; a `zip:` map is one axis whose lists advance
+  // together; `exclude:` / `include:` filter the points.
   double points = 1.0;
-  for (auto& [key, vals] : sweep->entries()) {
-    Axis a{key, vals.items()};
+  std::optional<ConfigNode> exclude, include;
+  auto add_key = [](Axis& a, const std::string& key, const ConfigNode& vals) {
     check_change_key(vals, key, "sweep keys");
-    for (const ConfigNode& v : a.values) check_change_value(v, key);
-    if (a.values.empty()) vals.fail("expected a non-empty list of values");
-    points *= static_cast<double>(a.values.size());
+    std::vector<ConfigNode> values = vals.items();
+    for (const ConfigNode& v : values) check_change_value(v, key);
+    if (values.empty()) vals.fail("expected a non-empty list of values");
+    a.keys.push_back(key);
+    a.values.push_back(std::move(values));
+  };
+  for (auto& [key, vals] : sweep->entries()) {
+    if (key == "exclude" || key == "include") {
+      (key == "exclude" ? exclude : include) = vals;
+      continue;
+    }
+    Axis a;
+    if (key == "zip") {
+      if (!vals.is_map()) vals.fail("expected a map of keys whose value lists advance together");
+      for (auto& [k, v] : vals.entries()) add_key(a, k, v);
+      if (a.keys.empty()) vals.fail("expected at least one key");
+      for (std::size_t i = 1; i < a.keys.size(); ++i) {
+        if (a.values[i].size() != a.values[0].size()) {
+          vals.get(a.keys[i]).fail(fmt::format("a zipped list as long as {}'s ({} values), got {}", a.keys[0],
+                                               a.values[0].size(), a.values[i].size()));
+        }
+      }
+    } else {
+      add_key(a, key, vals);
+    }
+    points *= static_cast<double>(a.values[0].size());
     // Budget: points are made one at a time, but each is a whole evaluation.
     if (points > kMaxSweepPoints) {
       vals.fail(fmt::format("the sweep's axes multiply to more than {:.0f} points", kMaxSweepPoints));
     }
     axes_.push_back(std::move(a));
+  }
+  if (!exclude && !include) return;
+  // A filter is a list of maps from axis keys to one of their values; a point matches a map when it takes all of
+  // them. Excluded: matching any exclude map; with include maps, kept only when matching one.
+  struct Pattern {
+    std::vector<std::pair<std::size_t, std::size_t>> at;  // (axis, key within it) -> the value index wanted
+    std::vector<std::size_t> value;
+  };
+  auto patterns = [&](const ConfigNode& list) {
+    std::vector<Pattern> out;
+    for (const ConfigNode& m : list.items()) {
+      if (!m.is_map()) m.fail("expected a map of sweep keys to one of their values");
+      Pattern pat;
+      for (auto& [k, v] : m.entries()) {
+        bool found = false;
+        for (std::size_t ax = 0; ax < axes_.size() && !found; ++ax) {
+          for (std::size_t ki = 0; ki < axes_[ax].keys.size() && !found; ++ki) {
+            if (axes_[ax].keys[ki] != k) continue;
+            const std::string want = YAML::Dump(v.yaml());
+            for (std::size_t vi = 0; vi < axes_[ax].values[ki].size(); ++vi) {
+              if (YAML::Dump(axes_[ax].values[ki][vi].yaml()) == want) {
+                pat.at.emplace_back(ax, ki);
+                pat.value.push_back(vi);
+                found = true;
+                break;
+              }
+            }
+            if (!found) v.fail(fmt::format("one of the values of sweep key {}", k));
+          }
+        }
+        if (!found) m.fail(fmt::format("keys of this sweep's axes; '{}' is none", k));
+      }
+      out.push_back(std::move(pat));
+    }
+    return out;
+  };
+  const std::vector<Pattern> ex = exclude ? patterns(*exclude) : std::vector<Pattern>{};
+  const std::vector<Pattern> in = include ? patterns(*include) : std::vector<Pattern>{};
+  auto matches = [&](const Pattern& pat, const std::vector<std::size_t>& digit) {
+    for (std::size_t i = 0; i < pat.at.size(); ++i) {
+      if (digit[pat.at[i].first] != pat.value[i]) return false;
+    }
+    return true;
+  };
+  kept_.emplace();
+  for (std::size_t i = 0; i < full_size(); ++i) {
+    const std::vector<std::size_t> digit = digits(i);
+    bool keep = in.empty();
+    for (const auto& pat : in) keep = keep || matches(pat, digit);
+    for (const auto& pat : ex) keep = keep && !matches(pat, digit);
+    if (keep) kept_->push_back(i);
   }
 }
 
@@ -969,10 +1044,35 @@ YAML::Node SweepPlan::fresh_copy() const {
   return copy;
 }
 
-std::size_t SweepPlan::size() const {
+std::size_t SweepPlan::full_size() const {
   std::size_t n = 1;
-  for (const auto& a : axes_) n *= a.values.size();
+  for (const auto& a : axes_) n *= a.values[0].size();
   return n;
+}
+
+std::size_t SweepPlan::size() const { return kept_ ? kept_->size() : full_size(); }
+
+std::vector<std::size_t> SweepPlan::digits(std::size_t full_index) const {
+  // Mixed-radix digits of the index, the last axis fastest.
+  std::vector<std::size_t> digit(axes_.size());
+  std::size_t rest = full_index;
+  for (std::size_t k = axes_.size(); k-- > 0;) {
+    digit[k] = rest % axes_[k].values[0].size();
+    rest /= axes_[k].values[0].size();
+  }
+  return digit;
+}
+
+std::string SweepPlan::apply_point(YAML::Node& copy, std::size_t index) const {
+  const std::vector<std::size_t> digit = digits(kept_ ? (*kept_)[index] : index);
+  std::string variant;
+  for (std::size_t i = 0; i < axes_.size(); ++i) {
+    for (std::size_t k = 0; k < axes_[i].keys.size(); ++k) {
+      variant += fmt::format("{}{}", variant.empty() ? "" : ", ",
+                             apply_change(copy, axes_[i].keys[k], axes_[i].values[k][digit[i]]));
+    }
+  }
+  return variant;
 }
 
 SweepPoint SweepPlan::point(std::size_t index) const {
@@ -984,17 +1084,8 @@ SweepPoint SweepPlan::point(std::size_t index) const {
     p.scenario = parse_one(root_, base_dir);
     return p;
   }
-  // Mixed-radix digits of the index, the last axis fastest.
-  std::vector<std::size_t> digit(axes_.size());
-  std::size_t rest = index;
-  for (std::size_t k = axes_.size(); k-- > 0;) {
-    digit[k] = rest % axes_[k].values.size();
-    rest /= axes_[k].values.size();
-  }
   YAML::Node copy = fresh_copy();
-  for (std::size_t i = 0; i < axes_.size(); ++i) {
-    p.variant += fmt::format("{}{}", i ? ", " : "", apply_change(copy, axes_[i].key, axes_[i].values[digit[i]]));
-  }
+  p.variant = apply_point(copy, index);
   ConfigNode vroot(copy, std::make_shared<const std::string>(file_), "", root_.location());
   p.scenario = parse_one(vroot, base_dir);
   p.scenario->variant = p.variant;
@@ -1007,18 +1098,9 @@ SweepPoint SweepPlan::try_point(std::size_t index) const {
   } catch (const ConfigError& e) {
     SweepPoint p;
     p.index = index;
-    // The label of the point that failed, made again without parsing it.
     if (!axes_.empty()) {
-      std::size_t rest = index;
-      std::vector<std::size_t> digit(axes_.size());
-      for (std::size_t k = axes_.size(); k-- > 0;) {
-        digit[k] = rest % axes_[k].values.size();
-        rest /= axes_[k].values.size();
-      }
-      YAML::Node copy = YAML::Clone(root_.yaml());
-      for (std::size_t i = 0; i < axes_.size(); ++i) {
-        p.variant += fmt::format("{}{}", i ? ", " : "", apply_change(copy, axes_[i].key, axes_[i].values[digit[i]]));
-      }
+      YAML::Node copy = fresh_copy();
+      p.variant = apply_point(copy, index);  // the label of the point that failed
     }
     p.error = e.what();
     return p;

@@ -73,8 +73,9 @@ struct SweepPoint {
 };
 
 /** @brief A scenario file's points, made one at a time (the cartesian product of its sweep: axes, first key
- *  outermost; one point without sweep:). The file's own structure is checked when the plan is made (throws
- *  core::ConfigError); a point's values when the point is. */
+ *  outermost; a `zip:` map of keys is one axis whose lists advance together; `exclude:` / `include:` lists of
+ *  {key: value} maps drop the points that match one / keep only those; one point without sweep:). The file's own
+ *  structure is checked when the plan is made (throws core::ConfigError); a point's values when the point is. */
 class SweepPlan {
  public:
   /** @brief `text`, when given, is the file's text that `root` was parsed from: each point is made from it again,
@@ -87,15 +88,20 @@ class SweepPlan {
   [[nodiscard]] SweepPoint try_point(std::size_t index) const;
 
  private:
+  /// one axis of the product: one key, or a zip: of keys whose lists (of equal length) advance together
   struct Axis {
-    std::string key;
-    std::vector<ConfigNode> values;
+    std::vector<std::string> keys;
+    std::vector<std::vector<ConfigNode>> values;  ///< per key
   };
   [[nodiscard]] YAML::Node fresh_copy() const;
+  [[nodiscard]] std::size_t full_size() const;
+  [[nodiscard]] std::vector<std::size_t> digits(std::size_t full_index) const;
+  std::string apply_point(YAML::Node& copy, std::size_t index) const;
   ConfigNode root_;
   std::string file_;
   std::optional<std::string> text_;
   std::vector<Axis> axes_;
+  std::optional<std::vector<std::size_t>> kept_;  ///< with include/exclude: the points kept, by full index
 };
 /** @brief The points of the scenario file at `path`. Throws core::ConfigError. */
 SweepPlan load_sweep(const std::string& path);

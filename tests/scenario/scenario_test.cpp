@@ -212,6 +212,27 @@ TEST(Scenario, SweepExpandsTheCartesianProduct) {
   EXPECT_EQ(all[5].variant, "plan.zero_stage=3, cluster.nodes=4");
 }
 
+// zip: keys whose lists advance together (nodes with the global batch: weak scaling) are one axis; exclude: drops
+// the points matching a map, include: keeps only those matching one.
+TEST(Scenario, SweepZipsAxesAndFiltersPoints) {
+  const std::string base = std::string(kGood) + "sweep:\n  plan.zero_stage: [1, 3]\n"
+                                                "  zip:\n    cluster.nodes: [1, 2, 4]\n    plan.global_batch: [32, 64, 128]\n";
+  const auto zipped = parse_scenarios(base, "s.yaml");
+  ASSERT_EQ(zipped.size(), 6u);
+  for (const auto& s : zipped) EXPECT_EQ(s.plan.global_batch, 32 * s.cluster.nodes);
+  EXPECT_EQ(zipped[2].variant, "plan.zero_stage=1, cluster.nodes=4, plan.global_batch=128");
+  const auto some = parse_scenarios(base + "  exclude:\n    - {plan.zero_stage: 3, cluster.nodes: 4}\n", "s.yaml");
+  ASSERT_EQ(some.size(), 5u);
+  EXPECT_EQ(some[4].variant, "plan.zero_stage=3, cluster.nodes=2, plan.global_batch=64");
+  const auto only = parse_scenarios(base + "  include:\n    - {cluster.nodes: 1}\n    - {plan.global_batch: 128}\n", "s.yaml");
+  ASSERT_EQ(only.size(), 4u);
+  EXPECT_EQ(only[1].cluster.nodes, 4);
+  expect_error(std::string(kGood) + "sweep:\n  zip:\n    cluster.nodes: [1, 2]\n    plan.global_batch: [64]\n",
+               {13, 24, "sweep.zip.plan.global_batch", "a zipped list as long as cluster.nodes's"});
+  expect_error(base + "  exclude:\n    - {plan.zero_stage: 2}\n", {16, 25, "sweep.exclude[0].plan.zero_stage", "one of the values"});
+  expect_error(base + "  exclude:\n    - {plan.tp: 2}\n", {16, 7, "sweep.exclude[0]", "keys of this sweep's axes"});
+}
+
 TEST(Scenario, SweepValuesAreValidatedWhereTheyAreWritten) {
   const std::string yaml = std::string(kGood) + "sweep:\n  plan.zero_stage: [1, 7]\n";
   expect_error(yaml, {11, 24, "plan.zero_stage", "[0, 3]"});
