@@ -12,7 +12,7 @@ PACKAGES := g++ make cmake ninja-build pkg-config libyaml-cpp-dev libboost-progr
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps build demo test bench validate-gpu gpu-bundle clean
+.PHONY: all deps build demo test test-sanitize bench validate-gpu gpu-bundle clean
 
 all: build
 
@@ -39,6 +39,19 @@ demo: build
 test: build
 	./$(BUILD)/shardsim validate
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+	$(MAKE) test-sanitize
+
+# The tests once more under AddressSanitizer and UndefinedBehaviorSanitizer, in a second build folder without the
+# GPU kernels (their CPU references are the same code); the ones that re-run whole validation sets are left to
+# the plain build above, for time.
+SANITIZE_BUILD ?= build-sanitize
+SANITIZE_SKIP := ^(Validate\.|Calibrate\.|Readme\.|HostHooks\.Megatron|SimGridEngine\.AgreesWith|SimGridEngine\.NodeSymmetry)
+test-sanitize: deps
+	cmake -S . -B $(SANITIZE_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE=-O1 -DSHARDSIM_SANITIZE=ON \
+	  -DSHARDSIM_CUDA=OFF -DSHARDSIM_HIPCC=SHARDSIM_HIPCC-NOTFOUND
+	cmake --build $(SANITIZE_BUILD) -j $(JOBS)
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --test-dir $(SANITIZE_BUILD) --output-on-failure -j $(JOBS) -E '$(SANITIZE_SKIP)'
 
 bench: build
 	./$(BUILD)/shardsim bench
@@ -56,4 +69,4 @@ gpu-bundle: deps $(BUILD)/build.ninja
 	BUILD=$(BUILD) sh validate/bundle_gpu.sh
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(SANITIZE_BUILD)
