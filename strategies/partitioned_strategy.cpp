@@ -229,7 +229,7 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
     // each gradient per rank in Python first, on the host thread that runs the backward hooks.
     if (hooked && !quant.gradients) {
       // (The hook runs when the host reaches it, in its own order, not when the GPU has produced the gradients.)
-      const double layout_s = !fsdp && sh.grads > 1 ? cluster.host.rank_slice.value() * sh.grads * tensors : 0.0;
+      const double layout_s = ds_stage3 && sh.grads > 1 ? cluster.host.rank_slice.value() * sh.grads * tensors : 0.0;
       const std::optional<TaskId> sliced =
           layout_s > 0.0 ? std::optional(g.add_host_work(role, Purpose::kFramework, Phase::kBackward,
                                                          core::Seconds(layout_s), unit, micro))

@@ -77,7 +77,8 @@ inline constexpr double kMeasuredBlockForwardS = 1.3407e-3;
 inline constexpr double kMeasuredBlockBackwardS = 2.1835e-3;
 /// The same for Megatron's model code (framework megatron): the backward fitted on the vtrain-single set (fit:
 /// Megatron-DeepSpeed GPT on DGX A100 hosts; 11.0% -> 7.8% mean error there once Megatron's pipeline exchanges
-/// synchronise the host, vtrain-multi and megatron-selene held out and unchanged at 7.7%): `shardsim calibrate --set vtrain-single vtrain-multi megatron-selene --fit
+/// synchronise the host, vtrain-multi and megatron-selene held out and unchanged at 7.7%):
+/// `shardsim calibrate --set vtrain-single vtrain-multi megatron-selene --fit
 /// host.megatron_block_backward` (the test HostHooks.MegatronBlocksAreTheFitToVtrainSingle refits it). The forward
 /// is Hugging Face's measured time: fitting it too leaves it where it starts.
 inline constexpr double kFittedMegatronBlockForwardS = kMeasuredBlockForwardS;  // not fitted: see above
@@ -90,17 +91,17 @@ inline constexpr double kFittedMegatronBlockBackwardS = 0.9601e-3;
 /// the 15 configurations (the test HostHooks.RankSliceIsTheMedianOfTheLoopMeasurements recomputes it). CUDA
 /// tensors' slices cost at least as much; the A100/H100 hosts' own figure is not measured.
 inline constexpr double kMeasuredRankSliceS = 1.415e-6;
+/// The fraction of the host's memory bandwidth that its memory-bound work reaches (CPU Adam, dtype conversions):
+/// fitted on the offload-single set (fit: ZeRO-3 with CPU Adam on one A100 of Polaris, a 32-core EPYC 7543P host;
+/// 22.6% -> 14.5% mean error there, offload-polaris held out: 29.0% -> 16.3%): `shardsim calibrate --set
+/// offload-single offload-polaris --fit host.memory_efficiency` (the test
+/// HostHooks.HostMemoryEfficiencyIsTheFitToOffloadSingle refits it). Other hosts [guess].
+inline constexpr double kFittedHostMemoryEfficiency = 0.4362;
 /// Pageable copies (from or to memory the driver has not pinned) are staged through a pinned buffer, the host
 /// copying each byte once more: the host's staging rate per direction, from an H100 host's pinned and pageable
 /// 1 GiB copies (validate/results/NVIDIA-H100-80GB-HBM3-2026-11-23.yaml: device-to-host 87.4 ms pageable, 19.5 ms
 /// pinned; host-to-device 128.0 and 19.6 ms): 1 GiB / (pageable - pinned). The test
 /// HostHooks.PageableStagingIsTheH100HostsCopies recomputes them; other hosts [guess].
-/// The fraction of the host's memory bandwidth that its memory-bound work reaches (CPU Adam, dtype conversions):
-/// fitted on the offload-single set (fit: ZeRO-3 with CPU Adam on one A100 of Polaris, a 32-core EPYC 7543P host;
-/// 22.6% -> 14.5% mean error there, offload-polaris held out: 29.0% -> 16.3%): `shardsim calibrate --set
-/// offload-single offload-polaris --fit host.memory_efficiency` (the test HostHooks.HostMemoryEfficiencyIsTheFitToOffloadSingle
-/// refits it). Other hosts [guess].
-inline constexpr double kFittedHostMemoryEfficiency = 0.4362;
 inline constexpr double kMeasuredPageableD2HBps = 15.814e9;
 inline constexpr double kMeasuredPageableH2DBps = 9.9008e9;
 
