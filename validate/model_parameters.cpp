@@ -64,8 +64,8 @@ void set_host_time(Scenario& s, const std::string&, double v) {
 constexpr double kMinScale = core::CollectiveLibrarySpec::kMinLatencyScale;
 constexpr double kMaxScale = core::CollectiveLibrarySpec::kMaxLatencyScale;
 
-const std::array<Kind, 21>& kinds() {
-  static const std::array<Kind, 21> kKinds = {{
+const std::array<Kind, 23>& kinds() {
+  static const std::array<Kind, 23> kKinds = {{
       {"device.gemm_efficiency", "", true, false, 0.2, 0.95, efficiency_source,
        [](const Scenario& s, const std::string&) { return s.cluster.device.gemm_efficiency; },
        [](Scenario& s, const std::string&, double v) { s.cluster.device.gemm_efficiency = v; }},
@@ -113,6 +113,16 @@ const std::array<Kind, 21>& kinds() {
        },
        [](const Scenario& s, const std::string&) { return s.cluster.host.memory_efficiency; },
        [](Scenario& s, const std::string&, double v) { s.cluster.host.memory_efficiency = v; }},
+      // Pageable copies' staging on the host: from a slow memcpy to a fast host's (15.8 / 9.9 GB/s on the H100
+      // host, validate/results/).
+      {"host.pageable_d2h", "B/s", true, false, 1e9, 50e9,
+       [](const Scenario&, const std::string&) { return std::string("measured on an H100 host (validate/results/); Polaris d2h fitted (offload-single); other hosts [guess]"); },
+       [](const Scenario& s, const std::string&) { return s.cluster.host.pageable_d2h.value(); },
+       [](Scenario& s, const std::string&, double v) { s.cluster.host.pageable_d2h = core::BytesPerSec(v); }},
+      {"host.pageable_h2d", "B/s", true, false, 1e9, 50e9,
+       [](const Scenario&, const std::string&) { return std::string("measured on an H100 host (validate/results/); Polaris d2h fitted (offload-single); other hosts [guess]"); },
+       [](const Scenario& s, const std::string&) { return s.cluster.host.pageable_h2d.value(); },
+       [](Scenario& s, const std::string&, double v) { s.cluster.host.pageable_h2d = core::BytesPerSec(v); }},
       // Pinned copies reach well below the link's rate on some hosts (PCIe protocol overhead, IOMMU).
       {"host.link_bandwidth", "B/s", true, true, 0.2, 1.0,
        [](const Scenario& s, const std::string&) { return s.cluster.source; },

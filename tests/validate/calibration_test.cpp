@@ -220,8 +220,8 @@ TEST(HostHooks, RankSliceIsTheMedianOfTheLoopMeasurements) {
   EXPECT_LT(ratio, 256.0);
 }
 
-// The host's memory efficiency is the fit to offload-single (one A100 of Polaris with CPU Adam), the multi-GPU
-// offload runs held out; both better after.
+// The host's memory efficiency and Polaris's pageable staging are the fit to offload-single (one A100 of Polaris
+// with CPU Adam), the multi-GPU offload runs held out; both better after.
 TEST(HostHooks, HostMemoryEfficiencyIsTheFitToOffloadSingle) {
   const std::string dir = std::string(SHARDSIM_SOURCE_DIR) + "/validate/data/";
   std::vector<Observation> obs;
@@ -229,11 +229,15 @@ TEST(HostHooks, HostMemoryEfficiencyIsTheFitToOffloadSingle) {
     const auto more = observations_of(load_validation_set(dir + set + ".yaml"));
     obs.insert(obs.end(), more.begin(), more.end());
   }
-  // From a start where the fitted value is not the default.
-  for (auto& o : obs) o.scenario.cluster.host.memory_efficiency = 1.0;
-  const RunFit f = fit_runs(obs, {"host.memory_efficiency"}, engine::EngineKind::kAnalytical);
-  ASSERT_EQ(f.fit.values.size(), 1u);
+  // From a start where the fitted values are not the defaults: the whole bandwidth, the H100 host's staging.
+  for (auto& o : obs) {
+    o.scenario.cluster.host.memory_efficiency = 1.0;
+    o.scenario.cluster.host.pageable_d2h = core::BytesPerSec(core::kMeasuredPageableD2HBps);
+  }
+  const RunFit f = fit_runs(obs, {"host.memory_efficiency", "host.pageable_d2h"}, engine::EngineKind::kAnalytical);
+  ASSERT_EQ(f.fit.values.size(), 2u);
   EXPECT_NEAR(f.fit.values[0] / core::kFittedHostMemoryEfficiency, 1.0, 0.01);
+  EXPECT_NEAR(f.fit.values[1] / core::kFittedPolarisPageableD2HBps, 1.0, 0.01);
   EXPECT_LT(f.fit_after.mean_abs, f.fit_before.mean_abs);
   EXPECT_LT(f.check_after.mean_abs, f.check_before.mean_abs);
 }
