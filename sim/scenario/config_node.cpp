@@ -218,6 +218,10 @@ core::BytesPerSec ConfigNode::as_bandwidth() const {
   try {
     const core::BytesPerSec b = core::parse_bandwidth(s);
     if (b.value() <= 0.0) fail(fmt::format("expected a positive bandwidth, got '{}'", s));
+    // A degenerate rate would only print an absurd time: no link, memory or codec of a training machine is this slow.
+    if (b.value() < kMinBandwidth) {
+      fail(fmt::format("a bandwidth of at least 1MB/s (did you mean GB/s?), got '{}'", s));
+    }
     return b;
   } catch (const core::UnitError& e) {
     fail(e.what());

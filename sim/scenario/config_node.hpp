@@ -67,6 +67,9 @@ class ConfigNode {
   /** @brief One of `choices` (exact match). */
   [[nodiscard]] std::string as_choice(std::initializer_list<std::string_view> choices) const;
   [[nodiscard]] core::Bytes as_bytes(bool allow_zero = false) const;
+  /// The slowest bandwidth a scenario may give (1 MB/s): anything slower is a unit slip.
+  static constexpr double kMinBandwidth = 1e6;
+  /** @brief A positive bandwidth of at least kMinBandwidth. */
   [[nodiscard]] core::BytesPerSec as_bandwidth() const;
   [[nodiscard]] core::Seconds as_duration() const;
   [[nodiscard]] core::FlopPerSec as_flop_rate() const;

@@ -233,6 +233,12 @@ TEST(Scenario, SweepZipsAxesAndFiltersPoints) {
   expect_error(base + "  exclude:\n    - {plan.tp: 2}\n", {16, 7, "sweep.exclude[0]", "keys of this sweep's axes"});
 }
 
+// A rate too small for any machine is refused where it is written, not turned into an absurd iteration time.
+TEST(Scenario, DegenerateBandwidthsAreRefused) {
+  expect_error(replace(kGood, "nodes: 2", "nodes: 2\n  host: {link_bandwidth: 25B/s}"),
+               {6, 26, "cluster.host.link_bandwidth", "at least 1MB/s (did you mean GB/s?)"});
+}
+
 TEST(Scenario, SweepValuesAreValidatedWhereTheyAreWritten) {
   const std::string yaml = std::string(kGood) + "sweep:\n  plan.zero_stage: [1, 7]\n";
   expect_error(yaml, {11, 24, "plan.zero_stage", "[0, 3]"});
