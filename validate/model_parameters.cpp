@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <string_view>
+#include <type_traits>
 
 #include "sim/core/errors.hpp"
 
@@ -51,15 +52,25 @@ std::string megatron_source(const Scenario&, const std::string&) {
   return "fitted on vtrain-single (Megatron-DeepSpeed on DGX A100 hosts)";
 }
 std::string host_source(const Scenario& s, const std::string&) { return s.cluster.host.hook_source; }
+std::string rank_slice_source(const Scenario&, const std::string&) {
+  return "measured on an EPYC CPU with PyTorch 1.13 (validate/results/); GPU hosts [guess]";
+}
+std::string host_memory_source(const Scenario&, const std::string&) {
+  return "fitted on offload-single (CPU Adam on a Polaris EPYC host); other hosts [guess]";
+}
+std::string pageable_source(const Scenario&, const std::string&) {
+  return "measured on an H100 host (validate/results/); Polaris d2h fitted (offload-single); other hosts [guess]";
+}
 using core::HostSpec;
-// The framework thread's times (cluster.host), one accessor pair per field.
-template <core::Seconds HostSpec::*Field>
-double host_time(const Scenario& s, const std::string&) {
+// The host's times and rates (cluster.host, typed units), one accessor pair per field.
+template <auto Field>
+double host_value(const Scenario& s, const std::string&) {
   return (s.cluster.host.*Field).value();
 }
-template <core::Seconds HostSpec::*Field>
-void set_host_time(Scenario& s, const std::string&, double v) {
-  s.cluster.host.*Field = core::Seconds(v);
+template <auto Field>
+void set_host_value(Scenario& s, const std::string&, double v) {
+  using Unit = std::remove_reference_t<decltype(s.cluster.host.*Field)>;
+  s.cluster.host.*Field = Unit(v);
 }
 constexpr double kMinScale = core::CollectiveLibrarySpec::kMinLatencyScale;
 constexpr double kMaxScale = core::CollectiveLibrarySpec::kMaxLatencyScale;
@@ -89,45 +100,37 @@ const std::array<Kind, 23>& kinds() {
        [](Scenario& s, const std::string&, double v) { s.cluster.device.kernel_overhead = core::Seconds(v); }},
       // From a lean C++ runtime to Python hooks that slice, copy and synchronise per parameter (FSDP2 on an H100
       // host: 0.63 ms per unit and 0.09 ms per tensor, validate/results/).
-      {"host.fetch_hook", "s", true, false, 0.0, 10e-3, host_source, host_time<&HostSpec::fetch_hook>,
-       set_host_time<&HostSpec::fetch_hook>},
-      {"host.tensor_hook", "s", true, false, 0.0, 2e-3, host_source, host_time<&HostSpec::tensor_hook>,
-       set_host_time<&HostSpec::tensor_hook>},
+      {"host.fetch_hook", "s", true, false, 0.0, 10e-3, host_source, host_value<&HostSpec::fetch_hook>,
+       set_host_value<&HostSpec::fetch_hook>},
+      {"host.tensor_hook", "s", true, false, 0.0, 2e-3, host_source, host_value<&HostSpec::tensor_hook>,
+       set_host_value<&HostSpec::tensor_hook>},
       // From fused model code on a fast host to eager Python modules (Hugging Face LLaMA on an H100 host: 1.34 and
       // 2.18 ms per block, validate/results/).
-      {"host.block_forward", "s", true, false, 0.0, 10e-3, host_source, host_time<&HostSpec::block_forward>,
-       set_host_time<&HostSpec::block_forward>},
-      {"host.block_backward", "s", true, false, 0.0, 20e-3, host_source, host_time<&HostSpec::block_backward>,
-       set_host_time<&HostSpec::block_backward>},
+      {"host.block_forward", "s", true, false, 0.0, 10e-3, host_source, host_value<&HostSpec::block_forward>,
+       set_host_value<&HostSpec::block_forward>},
+      {"host.block_backward", "s", true, false, 0.0, 20e-3, host_source, host_value<&HostSpec::block_backward>,
+       set_host_value<&HostSpec::block_backward>},
       {"host.megatron_block_forward", "s", true, false, 0.0, 10e-3, host_source,
-       host_time<&HostSpec::megatron_block_forward>, set_host_time<&HostSpec::megatron_block_forward>},
+       host_value<&HostSpec::megatron_block_forward>, set_host_value<&HostSpec::megatron_block_forward>},
       {"host.megatron_block_backward", "s", true, false, 0.0, 20e-3, megatron_source,
-       host_time<&HostSpec::megatron_block_backward>, set_host_time<&HostSpec::megatron_block_backward>},
+       host_value<&HostSpec::megatron_block_backward>, set_host_value<&HostSpec::megatron_block_backward>},
       // From a C++ layout to Python slicing per rank (1.2-2.4 us per rank and tensor on an EPYC core, validate/results/).
-      {"host.rank_slice", "s", true, false, 0.0, 20e-6, host_source, host_time<&HostSpec::rank_slice>,
-       set_host_time<&HostSpec::rank_slice>},
+      {"host.rank_slice", "s", true, false, 0.0, 20e-6, rank_slice_source, host_value<&HostSpec::rank_slice>,
+       set_host_value<&HostSpec::rank_slice>},
       // From a naive loop to STREAM (~60-80% of the DDR peak); DeepSpeedCPUAdam streams 7 arrays.
       {"host.memory_efficiency", "x", true, false, 0.05, 1.0,
-       [](const Scenario&, const std::string&) {
-         return std::string("fitted on offload-single (CPU Adam on a Polaris EPYC host); other hosts [guess]");
-       },
-       [](const Scenario& s, const std::string&) { return s.cluster.host.memory_efficiency; },
+       host_memory_source, [](const Scenario& s, const std::string&) { return s.cluster.host.memory_efficiency; },
        [](Scenario& s, const std::string&, double v) { s.cluster.host.memory_efficiency = v; }},
       // Pageable copies' staging on the host: from a slow memcpy to a fast host's (15.8 / 9.9 GB/s on the H100
       // host, validate/results/).
-      {"host.pageable_d2h", "B/s", true, false, 1e9, 50e9,
-       [](const Scenario&, const std::string&) { return std::string("measured on an H100 host (validate/results/); Polaris d2h fitted (offload-single); other hosts [guess]"); },
-       [](const Scenario& s, const std::string&) { return s.cluster.host.pageable_d2h.value(); },
-       [](Scenario& s, const std::string&, double v) { s.cluster.host.pageable_d2h = core::BytesPerSec(v); }},
-      {"host.pageable_h2d", "B/s", true, false, 1e9, 50e9,
-       [](const Scenario&, const std::string&) { return std::string("measured on an H100 host (validate/results/); Polaris d2h fitted (offload-single); other hosts [guess]"); },
-       [](const Scenario& s, const std::string&) { return s.cluster.host.pageable_h2d.value(); },
-       [](Scenario& s, const std::string&, double v) { s.cluster.host.pageable_h2d = core::BytesPerSec(v); }},
+      {"host.pageable_d2h", "B/s", true, false, 1e9, 50e9, pageable_source, host_value<&HostSpec::pageable_d2h>,
+       set_host_value<&HostSpec::pageable_d2h>},
+      {"host.pageable_h2d", "B/s", true, false, 1e9, 50e9, pageable_source, host_value<&HostSpec::pageable_h2d>,
+       set_host_value<&HostSpec::pageable_h2d>},
       // Pinned copies reach well below the link's rate on some hosts (PCIe protocol overhead, IOMMU).
       {"host.link_bandwidth", "B/s", true, true, 0.2, 1.0,
        [](const Scenario& s, const std::string&) { return s.cluster.source; },
-       [](const Scenario& s, const std::string&) { return s.cluster.host.link_bandwidth.value(); },
-       [](Scenario& s, const std::string&, double v) { s.cluster.host.link_bandwidth = core::BytesPerSec(v); }},
+       host_value<&HostSpec::link_bandwidth>, set_host_value<&HostSpec::link_bandwidth>},
       // Collectives reach a fraction of the datasheet's link rate; at scale (congestion, adaptive routing) as
       // little as a tenth.
       {"network.<level>.bandwidth", "B/s", true, true, 0.1, 1.0,
