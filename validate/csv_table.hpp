@@ -3,11 +3,15 @@
 // each data row's line number, so that a bad cell is reported as file:line, column name, what was expected.
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sim/core/errors.hpp"
 
 namespace shardsim::validate {
+
+/** @brief `s` as one quoted CSV field (RFC 4180: in double quotes, each quote doubled). */
+std::string csv_quoted(std::string_view s);
 
 class CsvTable {
  public:

@@ -11,6 +11,7 @@
 #include "sim/core/units.hpp"
 #include "sim/scenario/config_node.hpp"
 #include "sim/scenario/evaluate.hpp"
+#include "validate/csv_table.hpp"
 
 namespace shardsim::validate {
 namespace {
@@ -460,11 +461,7 @@ nlohmann::ordered_json validation_to_json(const ValidationReport& r) {
 }
 
 std::string validation_to_csv(const ValidationReport& r) {
-  auto quote = [](const std::string& s) {
-    std::string q = "\"";
-    for (char ch : s) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
-    return q + "\"";
-  };
+  const auto quote = csv_quoted;
   std::string o = "set,id,metric,measured,predicted,error,covers,refused\n";
   for (const auto& row : r.rows) {
     o += fmt::format("{},{},{},{:.6g},{},{},{},{}\n", row.set, quote(row.id), metric_key(row.metric), row.measured,

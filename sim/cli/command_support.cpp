@@ -62,10 +62,10 @@ engine::EngineKind engine_of(const std::string& name) {
   return *kind;
 }
 
-int thread_count(const po::variables_map& vm) {
-  const int n = vm["threads"].as<int>();
+int thread_count(const po::variables_map& vm, const char* option) {
+  const int n = vm[option].as<int>();
   if (n < 0 || n > kMaxThreads) {
-    throw UsageError(fmt::format("--threads: 0 (one per core) to {}, got {}", kMaxThreads, n));
+    throw UsageError(fmt::format("--{}: 0 (one per core) to {}, got {}", option, kMaxThreads, n));
   }
   return n;
 }

@@ -39,8 +39,9 @@ scenario::Scenario load_machine(const std::string& name);
 /// The most worker threads a command may start (--threads): well past any host's cores, far short of what the
 /// system refuses to create.
 constexpr int kMaxThreads = 1024;
-/** @brief The --threads option, checked: 0 (one per core) to kMaxThreads; UsageError otherwise. */
-int thread_count(const po::variables_map& vm);
+/** @brief A thread-count option (--threads, or `option`), checked: 0 (one per core) to kMaxThreads; UsageError
+ *  otherwise. */
+int thread_count(const po::variables_map& vm, const char* option = "threads");
 /** @brief The engine named on the command line; UsageError unless analytical or simgrid. */
 engine::EngineKind engine_of(const std::string& name);
 

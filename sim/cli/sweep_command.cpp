@@ -22,6 +22,7 @@
 #include "sim/report/report.hpp"
 #include "sim/scenario/evaluate.hpp"
 #include "sim/scenario/text_file.hpp"
+#include "validate/csv_table.hpp"
 
 namespace shardsim::cli {
 namespace {
@@ -58,8 +59,7 @@ Json row_of(const scenario::SweepPoint& p) {
   r["framework"] = core::framework_name(s.plan.framework);
   r["micro_batch"] = s.plan.micro_batch;
   r["global_batch"] = s.plan.global_batch;
-  r["recompute"] = s.plan.recompute == core::Recompute::kNone ? "none"
-                   : s.plan.recompute == core::Recompute::kSelective ? "selective" : "full";
+  r["recompute"] = core::recompute_name(s.plan.recompute);
   try {
     const scenario::Evaluation ev = scenario::evaluate(s);
     r["strategy"] = ev.strategy;
@@ -95,13 +95,7 @@ std::string csv_cell(const Json& v) {
   } else {
     s = v.dump();
   }
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char c : s) {
-    if (c == '"') q += '"';
-    q += c;
-  }
-  return q + "\"";
+  return s.find_first_of(",\"\n\r") == std::string::npos ? s : validate::csv_quoted(s);
 }
 
 // The sweep a journal belongs to: the scenario file's bytes, so that a changed file does not resume into old rows.
@@ -214,6 +208,13 @@ class Progress {
   Clock::time_point start_, last_;
 };
 
+// The results folder, made when missing.
+void make_folder(const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir)) throw report::OutputError(fmt::format("cannot create the folder '{}'", dir.string()));
+}
+
 std::pair<std::size_t, std::size_t> parse_shard(const std::string& s) {
   const auto slash = s.find('/');
   std::size_t i = 0, n = 0;
@@ -256,10 +257,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
   const auto& vm = *parsed;
   if (!vm.count("scenario")) throw UsageError("missing the scenario file (shardsim sweep SCENARIO.yaml -o DIR)");
   if (!vm.count("output")) throw UsageError("missing the results folder (-o DIR)");
-  const int jobs_asked = vm["jobs"].as<int>();
-  if (jobs_asked < 0 || jobs_asked > kMaxThreads) {
-    throw UsageError(fmt::format("--jobs: 0 (one per core) to {}, got {}", kMaxThreads, jobs_asked));
-  }
+  const int jobs_asked = thread_count(vm, "jobs");
   const auto [shard, shards] = vm.count("shard") ? parse_shard(vm["shard"].as<std::string>()) : std::pair<std::size_t, std::size_t>{0, 1};
 
   const std::string file = vm["scenario"].as<std::string>();
@@ -269,9 +267,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
   for (std::size_t i = shard; i < plan.size(); i += shards) mine.push_back(i);
 
   const fs::path dir(vm["output"].as<std::string>());
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec || !fs::is_directory(dir)) throw report::OutputError(fmt::format("cannot create the folder '{}'", dir.string()));
+  make_folder(dir);
   Json header = {{"sweep", fs::path(file).filename().string()},
                  {"fingerprint", fingerprint(text)},
                  {"points", plan.size()},
@@ -285,6 +281,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
     rows = std::move(j->rows);
   } else {
     // A journal without its header line (a kill before the first write) starts over.
+    std::error_code ec;
     fs::remove(dir / kJournal, ec);
     JournalWriter(dir / kJournal).append(header);
   }
@@ -374,9 +371,7 @@ int cmd_merge(const std::vector<std::string>& args) {
     }
   }
   const fs::path out(vm["output"].as<std::string>());
-  std::error_code ec;
-  fs::create_directories(out, ec);
-  if (ec || !fs::is_directory(out)) throw report::OutputError(fmt::format("cannot create the folder '{}'", out.string()));
+  make_folder(out);
   write_results(out, rows);
   std::cout << fmt::format("{} of {} points: {}\n", rows.size(), points, (out / "results.csv").string());
   if (rows.size() < points) {
