@@ -47,7 +47,10 @@ double host_state_bytes(double psi, const core::PlanSpec& plan, double optimizer
 }
 
 bool assembles_units(const core::PlanSpec& plan) {
-  return plan.shards().params > 1 || (plan.framework == core::Framework::kFsdp && plan.zero_stage == 3);
+  // FSDP's FULL_SHARD and DeepSpeed's ZeRO-3 (DeepSpeedZeroOptimizer_Stage3 and its fetch coordinator) wrap and
+  // hook their units whatever the world size, one rank included.
+  const bool stage3 = plan.zero_stage == 3 && plan.framework != core::Framework::kMegatron;
+  return plan.shards().params > 1 || stage3;
 }
 
 int zero3_live_units(const ModelCosts& costs, const core::ModelSpec& model, const core::PlanSpec& plan) {

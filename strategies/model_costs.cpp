@@ -151,6 +151,17 @@ ModelCosts compute_model_costs(const core::ModelSpec& m, const core::PlanSpec& p
   return out;
 }
 
+core::Bytes deepspeed_step_bytes(const core::ModelSpec& m, double params) {
+  const double g = core::dtype_bytes(m.grad_dtype);
+  constexpr double kMaster = 4.0;  // the fp32 partition DeepSpeed's ZeRO optimizers step
+  const double norm = g + 2.0 * 8.0;
+  const double flatten = 2.0 * g;
+  const double cast = g == kMaster ? 0.0 : g + kMaster;
+  const double unscale = 2.0 * kMaster;
+  const double wider_reads = (kMaster - g) + kMaster;  // the optimizer's gradient, the bit16 copy's source
+  return core::Bytes(params * (norm + flatten + cast + unscale + wider_reads));
+}
+
 core::Bytes optimizer_step_bytes(const core::ModelSpec& m, double params) {
   const double k = m.optimizer_bytes_per_param();
   return core::Bytes(params * (2.0 * k + core::dtype_bytes(m.grad_dtype) + core::dtype_bytes(m.param_dtype)));

@@ -69,5 +69,14 @@ ModelCosts compute_model_costs(const core::ModelSpec& model, const core::PlanSpe
 /** @brief Bytes of memory traffic for one Adam step on `params` parameters (read master, moments, gradient;
  *  write master, moments, working parameter). */
 core::Bytes optimizer_step_bytes(const core::ModelSpec& model, double params);
+/** @brief What DeepSpeed's ZeRO optimizers (stages 1-3) move on the device around the optimizer's own step, for
+ *  `params` elements of this rank's partition (deepspeed@v0.14.0 stage_1_and_2.py step(): get_grad_norm_direct's
+ *  torch.norm of each gradient cast to fp64 (:1690), the gradients flattened and cast to the fp32 master's dtype
+ *  (:1850-1866), unscale_and_clip_grads' in-place multiply whatever the scale (:1960-1975), the bit16 parameters
+ *  copied from the fp32 partition; stage3.py the same, :1749, :1847, :2108, :2001): the fp64 copy (read g, write
+ *  and read 8 bytes), the flatten (read and write g), the cast (read g, write 4), the unscale (read and write 4),
+ *  and the optimizer and the copy reading 4-byte gradients and master weights where optimizer_step_bytes counts
+ *  the gradient and parameter dtypes. */
+core::Bytes deepspeed_step_bytes(const core::ModelSpec& model, double params);
 
 }  // namespace shardsim::strategies

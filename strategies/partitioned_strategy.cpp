@@ -158,13 +158,20 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
 
   // What the framework fetches at once: DeepSpeed ZeRO-3 each submodule (hooks on all of them, a gather for those
   // above its persistence threshold), FSDP the wrapped block (one unit).
-  auto fetches = [&](const UnitCost& c) { return fsdp ? 1 : c.modules; };
   auto gathers = [&](const UnitCost& c) { return fsdp ? 1 : std::max(1, c.gathered_modules); };
   // The framework's host thread, one task per unit and pass: the eager model code (host_block_time) and, where
   // parameters are assembled unit by unit, each fetch's hooks, which also issue the gathers they prefetch.
+  // DeepSpeed ZeRO-1/2 visit every parameter's gradient in Python in backward (stage_1_and_2.py: a hook per
+  // parameter with partitioned gradients or overlap_comm, else reduce_gradients' loop over them; each copies the
+  // gradient into the bucket): the per-tensor part of the hooks' cost.
+  const bool grad_hooks = !hooked && plan.framework == core::Framework::kDeepSpeed && plan.zero_stage >= 1;
   auto host_work = [&](const UnitCost& c, Phase phase, int unit, int micro) -> std::optional<TaskId> {
     double t = host_block_time(cluster.host, c, phase, plan);
-    if (hooked) t += cluster.host.hook_time(fetches(c), c.tensors).value();
+    if (hooked) {
+      t += (fsdp ? cluster.host.hook_time(1, c.tensors) : cluster.host.deepspeed_hook_time(c.modules, c.tensors)).value();
+    } else if (grad_hooks && phase == Phase::kBackward) {
+      t += c.tensors * cluster.host.tensor_hook.value();
+    }
     if (t <= 0.0) return std::nullopt;
     return g.add_host_work(role, Purpose::kFramework, phase, core::Seconds(t), unit, micro);
   };
@@ -372,7 +379,11 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
   step.backward_end = bwd_compute[0];  // unit 0 is the last backward of the last micro-batch
   if (sh.optimizer > 1) step.norm_group = dp_group;
   const double shard = costs.params_per_rank / sh.optimizer;
-  step.optimizer_bytes = optimizer_step_bytes(model, shard * (plan.offload.optimizer ? 1.0 - plan.offload.ratio : 1.0));
+  const double on_device = shard * (plan.offload.optimizer ? 1.0 - plan.offload.ratio : 1.0);
+  step.optimizer_bytes = optimizer_step_bytes(model, on_device);
+  if (plan.framework == core::Framework::kDeepSpeed && plan.zero_stage >= 1) {
+    step.optimizer_bytes = step.optimizer_bytes + deepspeed_step_bytes(model, on_device);
+  }
   if (plan.offload.optimizer) {
     // CPU Adam, after DeepSpeed scales the fp32 host gradients in place (stage3.py:2108-2117
     // unscale_and_clip_grads, stage_1_and_2.py the same: a read and a write of 4 bytes each).

@@ -53,7 +53,10 @@ std::string megatron_source(const Scenario&, const std::string&) {
 }
 std::string host_source(const Scenario& s, const std::string&) { return s.cluster.host.hook_source; }
 std::string rank_slice_source(const Scenario&, const std::string&) {
-  return "measured on an EPYC CPU with PyTorch 1.13 (validate/results/); GPU hosts [guess]";
+  return "measured on an H100 host with PyTorch 2.11 on CUDA tensors (validate/results/); other hosts [guess]";
+}
+std::string module_hook_source(const Scenario&, const std::string&) {
+  return "fitted on h100-deepspeed-fit (DeepSpeed 0.14 ZeRO-3 on one H100); other hosts [guess]";
 }
 std::string host_memory_source(const Scenario&, const std::string&) {
   return "fitted on offload-single (CPU Adam on a Polaris EPYC host); other hosts [guess]";
@@ -75,8 +78,8 @@ void set_host_value(Scenario& s, const std::string&, double v) {
 constexpr double kMinScale = core::CollectiveLibrarySpec::kMinLatencyScale;
 constexpr double kMaxScale = core::CollectiveLibrarySpec::kMaxLatencyScale;
 
-const std::array<Kind, 23>& kinds() {
-  static const std::array<Kind, 23> kKinds = {{
+const std::array<Kind, 24>& kinds() {
+  static const std::array<Kind, 24> kKinds = {{
       {"device.gemm_efficiency", "", true, false, 0.2, 0.95, efficiency_source,
        [](const Scenario& s, const std::string&) { return s.cluster.device.gemm_efficiency; },
        [](Scenario& s, const std::string&, double v) { s.cluster.device.gemm_efficiency = v; }},
@@ -104,6 +107,9 @@ const std::array<Kind, 23>& kinds() {
        set_host_value<&HostSpec::fetch_hook>},
       {"host.tensor_hook", "s", true, false, 0.0, 2e-3, host_source, host_value<&HostSpec::tensor_hook>,
        set_host_value<&HostSpec::tensor_hook>},
+      // DeepSpeed ZeRO-3's Python hooks and fetch coordinator per submodule.
+      {"host.module_hook", "s", true, false, 0.0, 5e-3, module_hook_source, host_value<&HostSpec::module_hook>,
+       set_host_value<&HostSpec::module_hook>},
       // From fused model code on a fast host to eager Python modules (Hugging Face LLaMA on an H100 host: 1.34 and
       // 2.18 ms per block, validate/results/).
       {"host.block_forward", "s", true, false, 0.0, 10e-3, host_source, host_value<&HostSpec::block_forward>,
@@ -114,7 +120,7 @@ const std::array<Kind, 23>& kinds() {
        host_value<&HostSpec::megatron_block_forward>, set_host_value<&HostSpec::megatron_block_forward>},
       {"host.megatron_block_backward", "s", true, false, 0.0, 20e-3, megatron_source,
        host_value<&HostSpec::megatron_block_backward>, set_host_value<&HostSpec::megatron_block_backward>},
-      // From a C++ layout to Python slicing per rank (1.2-2.4 us per rank and tensor on an EPYC core, validate/results/).
+      // From a C++ layout to Python slicing per rank (4.2-16 us per rank and tensor on CUDA tensors, validate/results/).
       {"host.rank_slice", "s", true, false, 0.0, 20e-6, rank_slice_source, host_value<&HostSpec::rank_slice>,
        set_host_value<&HostSpec::rank_slice>},
       // From a naive loop to STREAM (~60-80% of the DDR peak); DeepSpeedCPUAdam streams 7 arrays.

@@ -25,15 +25,25 @@ struct Prediction {
 };
 
 // DeepSpeed's forward / backward / step timers on the first rank role: per micro-batch the span of its forward
-// (backward and recomputation) compute, summed; the step is what follows the last backward.
+// (backward and recomputation) compute, summed; a backward also lasts until the gradient reductions and offload
+// copies it issued are done (engine.backward ends in the ZeRO optimizers' epilogue, which reduces the last bucket
+// and synchronises: deepspeed@v0.14.0 stage_1_and_2.py independent_gradient_partition_epilogue, stage3.py the
+// same with reduce_and_partition_stream.synchronize()); the step is what follows the last backward.
 void phase_times(const scenario::Evaluation& ev, Prediction& p) {
   const auto& tasks = ev.graph.tasks();
   std::map<int, std::pair<double, double>> fwd, bwd;
+  std::map<int, double> bwd_tail;
   double last_backward = 0.0;
   for (std::size_t t = 0; t < tasks.size(); ++t) {
     const auto& task = tasks[t];
-    if (task.role != 0 || task.kind != graph::TaskKind::kCompute || task.micro < 0) continue;
+    if (task.role != 0 || task.micro < 0) continue;
     const auto& tm = ev.run.timings[t];
+    if (task.purpose == graph::Purpose::kGradReduce || task.purpose == graph::Purpose::kOffload) {
+      bwd_tail[task.micro] = std::max(bwd_tail[task.micro], tm.end_s);
+      last_backward = std::max(last_backward, tm.end_s);
+      continue;
+    }
+    if (task.kind != graph::TaskKind::kCompute) continue;
     auto widen = [&](std::map<int, std::pair<double, double>>& m) {
       auto [it, fresh] = m.try_emplace(task.micro, tm.start_s, tm.end_s);
       if (!fresh) it->second = {std::min(it->second.first, tm.start_s), std::max(it->second.second, tm.end_s)};
@@ -43,6 +53,9 @@ void phase_times(const scenario::Evaluation& ev, Prediction& p) {
       widen(bwd);
       last_backward = std::max(last_backward, tm.end_s);
     }
+  }
+  for (auto& [micro, span] : bwd) {
+    if (auto it = bwd_tail.find(micro); it != bwd_tail.end()) span.second = std::max(span.second, it->second);
   }
   auto sum = [](const std::map<int, std::pair<double, double>>& m) {
     double s = 0.0;

@@ -68,6 +68,12 @@ struct DeviceSpec {
 /// per pass (the test HostHooks.AreTheFitOfTheFsdpMeasurements refits them). Exposed even with LLaMA-7B layers.
 inline constexpr double kMeasuredFetchHookS = 0.6257e-3;
 inline constexpr double kMeasuredTensorHookS = 0.0917e-3;
+/// DeepSpeed ZeRO-3's host time per submodule and pass: the pre- and post-forward (or backward) hooks it puts on
+/// every module with parameters, the fetch coordinator's trace and prefetch bookkeeping, the gather's launch and
+/// the release (deepspeed@v0.14.0 runtime/zero/parameter_offload.py, partitioned_param_coordinator.py). Fitted on
+/// the h100-deepspeed-fit set (DeepSpeed 0.14.4 ZeRO-3 steps on one H100, validate/ds_steps.py; the test
+/// HostHooks.ModuleHookIsTheFitOfTheDeepSpeedSteps refits it); other hosts [guess].
+inline constexpr double kFittedModuleHookS = 0.3799e-3;
 /// Eager PyTorch's host time to run one transformer block, forward and backward (the Python modules, autograd,
 /// the kernel launches), measured on the same host: plain Hugging Face LLaMA steps with 8, 16 and 32 blocks of
 /// hidden 256 (too small for the GPU to set the pace), the least-squares slope of the forward and backward spans
@@ -86,20 +92,22 @@ inline constexpr double kFittedMegatronBlockBackwardS = 0.9601e-3;
 /// DeepSpeed ZeRO-3's host time per rank of the group and per parameter tensor in its per-rank Python loops: the
 /// layout of every gradient bucket before its reduce-scatter (deepspeed@v0.14.0 runtime/comm/coalesced_collectives.py,
 /// reduce_scatter_coalesced: a slice per rank of each gradient, interleaved rank by rank, concatenated). Measured by
-/// validate/ds_host_loops.py with PyTorch 1.13 on the CPU of a 2-core AMD EPYC VM, 8-1,024 ranks x 1-16 tensors
-/// (validate/results/AMD-EPYC-cpu-2026-11-23-ds-host-loops.csv): the median per rank and tensor, 1.21-2.41 us over
-/// the 15 configurations (the test HostHooks.RankSliceIsTheMedianOfTheLoopMeasurements recomputes it). CUDA
-/// tensors' slices cost at least as much; the A100/H100 hosts' own figure is not measured.
-inline constexpr double kMeasuredRankSliceS = 1.415e-6;
+/// validate/ds_host_loops.py on the host of an H100 (16 cores of a Xeon VM) with PyTorch 2.11 on CUDA tensors, as
+/// DeepSpeed runs it, 8-1,024 ranks x 1-16 tensors (validate/results/NVIDIA-H100-80GB-HBM3-2026-11-23-ds-host-loops
+/// .csv): the median per rank and tensor, 4.17-16.3 us over the 15 configurations (the test
+/// HostHooks.RankSliceIsTheMedianOfTheLoopMeasurements recomputes it). The same loops on CPU tensors of a 2-core
+/// EPYC cost 1.2-2.4 us (the AMD-EPYC file beside it): a CUDA tensor's view and record_stream cost the host more.
+inline constexpr double kMeasuredRankSliceS = 5.817e-6;
 /// The fraction of the host's memory bandwidth that its memory-bound work reaches (CPU Adam, dtype conversions),
 /// and the Polaris host's staging rate of pageable device-to-host copies: fitted together on the offload-single
-/// set (fit: ZeRO-3 with CPU Adam on one A100 of Polaris, a 32-core EPYC 7543P host; 22.6% -> 3.6% mean error
-/// there, offload-polaris held out: 29.0% -> 13.6%): `shardsim calibrate --set offload-single offload-polaris
+/// set (fit: ZeRO-3 with CPU Adam on one A100 of Polaris, a 32-core EPYC 7543P host; 22.6% -> 3.9% mean error
+/// there, offload-polaris held out: 29.0% -> 12.5%; a backward lasting until its reductions and offload copies end,
+/// as DeepSpeed's timer does): `shardsim calibrate --set offload-single offload-polaris
 /// --fit host.memory_efficiency,host.pageable_d2h` (the test HostHooks.HostMemoryEfficiencyIsTheFitToOffloadSingle
 /// refits them). The efficiency is every host's default [guess elsewhere]; the staging rate Polaris's only (the
-/// H100 host's is measured, below), 3.6x slower, as the runs' ~5.6 GB/s of PCIe traffic in backward said.
-inline constexpr double kFittedHostMemoryEfficiency = 0.5115;
-inline constexpr double kFittedPolarisPageableD2HBps = 4.374e9;
+/// H100 host's is measured, below), 3.2x slower, as the runs' ~5.6 GB/s of PCIe traffic in backward said.
+inline constexpr double kFittedHostMemoryEfficiency = 0.4741;
+inline constexpr double kFittedPolarisPageableD2HBps = 4.995e9;
 /// Pageable copies (from or to memory the driver has not pinned) are staged through a pinned buffer, the host
 /// copying each byte once more: the host's staging rate per direction, from an H100 host's pinned and pageable
 /// 1 GiB copies (validate/results/NVIDIA-H100-80GB-HBM3-2026-11-23.yaml: device-to-host 87.4 ms pageable, 19.5 ms
@@ -117,6 +125,8 @@ struct HostSpec {
   /// in it (copy-in/copy-out, views). Measured for FSDP2 on one host; DeepSpeed and other hosts a guess.
   Seconds fetch_hook{kMeasuredFetchHookS};
   Seconds tensor_hook{kMeasuredTensorHookS};
+  /// DeepSpeed ZeRO-3's time per submodule and pass (kFittedModuleHookS), in place of fetch_hook's per FSDP unit.
+  Seconds module_hook{kFittedModuleHookS};
   std::string hook_source =
       "measured with Hugging Face LLaMA and FSDP2 on an H100 host (validate/results/); other code and hosts [guess]";
   /// The framework thread's time to run one transformer block eagerly, per pass; compute waits for it where the
@@ -128,7 +138,7 @@ struct HostSpec {
   Seconds megatron_block_forward{kFittedMegatronBlockForwardS};
   Seconds megatron_block_backward{kFittedMegatronBlockBackwardS};
   /// DeepSpeed ZeRO-3's host time per rank and parameter tensor when it lays a gradient bucket out for its
-  /// reduce-scatter (kMeasuredRankSliceS): a cost that grows with the data-parallel group, 0.3 s per micro-batch
+  /// reduce-scatter (kMeasuredRankSliceS): a cost that grows with the data-parallel group, 1.2 s per micro-batch
   /// for a 7B model on 1,024 ranks.
   Seconds rank_slice{kMeasuredRankSliceS};
   /// The host's staging rate of pageable copies, per direction (kMeasuredPageableD2HBps): a pageable copy costs
@@ -150,6 +160,10 @@ struct HostSpec {
   /** @brief The framework's host time for `fetches` fetch units holding `tensors` parameter tensors, one pass. */
   [[nodiscard]] Seconds hook_time(int fetches, int tensors) const {
     return Seconds(fetches * fetch_hook.value() + tensors * tensor_hook.value());
+  }
+  /** @brief DeepSpeed ZeRO-3's host time for a unit of `modules` submodules holding `tensors` tensors, one pass. */
+  [[nodiscard]] Seconds deepspeed_hook_time(int modules, int tensors) const {
+    return Seconds(modules * module_hook.value() + tensors * tensor_hook.value());
   }
 };
 

@@ -93,8 +93,12 @@ std::string render_table(const scenario::Scenario& s, const scenario::Evaluation
   o += fmt::format("host      eager blocks {:.3g} / {:.3g} ms (forward / backward){}, {}\n",
                    blocks.forward.value() * 1e3, blocks.backward.value() * 1e3,
                    strategies::assembles_units(s.plan)
-                       ? fmt::format("; framework hooks {:.3g} ms per fetch + {:.3g} ms per parameter tensor, each pass{}",
-                                     c.host.fetch_hook.value() * 1e3, c.host.tensor_hook.value() * 1e3,
+                       ? fmt::format("; framework hooks {:.3g} ms per {} + {:.3g} ms per parameter tensor, each pass{}",
+                                     (s.plan.framework == core::Framework::kDeepSpeed ? c.host.module_hook
+                                                                                      : c.host.fetch_hook)
+                                             .value() * 1e3,
+                                     s.plan.framework == core::Framework::kDeepSpeed ? "submodule" : "fetch",
+                                     c.host.tensor_hook.value() * 1e3,
                                      s.plan.framework == core::Framework::kDeepSpeed
                                          ? fmt::format("; gradient layout {:.3g} us per rank and tensor",
                                                        c.host.rank_slice.value() * 1e6)
@@ -297,6 +301,7 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
                   {"host",
                    {{"fetch_hook_s", c.host.fetch_hook.value()},
                     {"tensor_hook_s", c.host.tensor_hook.value()},
+                    {"module_hook_s", c.host.module_hook.value()},
                     {"block_forward_s", c.host.block_forward.value()},
                     {"block_backward_s", c.host.block_backward.value()},
                     {"megatron_block_forward_s", c.host.megatron_block_forward.value()},

@@ -138,7 +138,7 @@ void apply_device(const ConfigNode& n, core::DeviceSpec& d) {
 }
 
 void apply_host(const ConfigNode& n, core::HostSpec& h) {
-  n.expect_map({"memory", "memory_bandwidth", "link_bandwidth", "fetch_hook", "tensor_hook", "block_forward",
+  n.expect_map({"memory", "memory_bandwidth", "link_bandwidth", "fetch_hook", "tensor_hook", "module_hook", "block_forward",
                 "block_backward", "megatron_block_forward", "megatron_block_backward", "rank_slice", "pageable_d2h",
                 "pageable_h2d", "memory_efficiency"});
   if (auto v = n.find("memory")) h.memory = v->as_bytes();
@@ -148,6 +148,7 @@ void apply_host(const ConfigNode& n, core::HostSpec& h) {
   if (auto v = n.find("pageable_d2h")) h.pageable_d2h = v->as_bandwidth();
   if (auto v = n.find("pageable_h2d")) h.pageable_h2d = v->as_bandwidth();
   for (auto [key, field] : {std::pair{"fetch_hook", &h.fetch_hook}, std::pair{"tensor_hook", &h.tensor_hook},
+                            std::pair{"module_hook", &h.module_hook},
                             std::pair{"block_forward", &h.block_forward}, std::pair{"block_backward", &h.block_backward},
                             std::pair{"megatron_block_forward", &h.megatron_block_forward},
                             std::pair{"megatron_block_backward", &h.megatron_block_backward},
@@ -1176,12 +1177,12 @@ std::string cluster_to_yaml(const core::ClusterSpec& c) {
   o += fmt::format("  compute_units: {}\n  kernel_overhead: {}us\n", c.device.compute_units,
                    c.device.kernel_overhead.value() * 1e6);
   o += fmt::format("host: {{memory: {}, memory_bandwidth: {}GB/s, link_bandwidth: {}GB/s, fetch_hook: {}us, "
-                   "tensor_hook: {}us, block_forward: {}us, block_backward: {}us, megatron_block_forward: {}us, "
+                   "tensor_hook: {}us, module_hook: {}us, block_forward: {}us, block_backward: {}us, megatron_block_forward: {}us, "
                    "megatron_block_backward: {}us, rank_slice: {}us, pageable_d2h: {}GB/s, pageable_h2d: {}GB/s, "
                    "memory_efficiency: {}}}\n",
                    yaml_bytes(c.host.memory.value()), c.host.memory_bandwidth.value() / 1e9,
                    c.host.link_bandwidth.value() / 1e9, c.host.fetch_hook.value() * 1e6, c.host.tensor_hook.value() * 1e6,
-                   c.host.block_forward.value() * 1e6, c.host.block_backward.value() * 1e6,
+                   c.host.module_hook.value() * 1e6, c.host.block_forward.value() * 1e6, c.host.block_backward.value() * 1e6,
                    c.host.megatron_block_forward.value() * 1e6, c.host.megatron_block_backward.value() * 1e6,
                    c.host.rank_slice.value() * 1e6, c.host.pageable_d2h.value() / 1e9, c.host.pageable_h2d.value() / 1e9,
                    c.host.memory_efficiency);

@@ -25,7 +25,7 @@ scenario::Scenario frontier() {
 // ZeRO-3 on DGX H100 nodes; `hooks` false: no framework host time, so that the network sets the pace.
 scenario::Scenario dgx(int nodes = 2, bool hooks = true) {
   return scenario::parse_scenarios("model: llama2-7b\ncluster: {preset: dgx-h100, nodes: " + std::to_string(nodes) +
-                                       (hooks ? "" : ", host: {fetch_hook: 0us, tensor_hook: 0us, block_forward: 0us, block_backward: 0us}") +
+                                       (hooks ? "" : ", host: {fetch_hook: 0us, tensor_hook: 0us, module_hook: 0us, block_forward: 0us, block_backward: 0us}") +
                                        "}\nplan: {zero_stage: 3, micro_batch: 1, global_batch: 64, overlap_comm: false}\n",
                                    "d.yaml")
       .at(0);
@@ -45,7 +45,7 @@ TEST(ModelParameters, FrontierNamesEveryLevelWithItsSource) {
   std::vector<std::string> names;
   for (const auto& p : ps) names.push_back(p.name);
   const std::vector<std::string> expected = {
-      "device.gemm_efficiency",   "device.memory_efficiency", "device.attention_efficiency", "device.attention_backward_efficiency", "device.comm_compute_slowdown", "device.kernel_overhead", "host.fetch_hook", "host.tensor_hook", "host.block_forward", "host.block_backward", "host.megatron_block_forward", "host.megatron_block_backward", "host.rank_slice", "host.memory_efficiency", "host.pageable_d2h", "host.pageable_h2d", "host.link_bandwidth",
+      "device.gemm_efficiency",   "device.memory_efficiency", "device.attention_efficiency", "device.attention_backward_efficiency", "device.comm_compute_slowdown", "device.kernel_overhead", "host.fetch_hook", "host.tensor_hook", "host.module_hook", "host.block_forward", "host.block_backward", "host.megatron_block_forward", "host.megatron_block_backward", "host.rank_slice", "host.memory_efficiency", "host.pageable_d2h", "host.pageable_h2d", "host.link_bandwidth",
       "network.gcd-pair.bandwidth", "network.node.bandwidth",   "network.slingshot.bandwidth",
       "network.gcd-pair.latency", "network.node.latency",     "network.slingshot.latency",
       "collectives.latency_scale", "collectives.net_latency_scale",
@@ -133,9 +133,9 @@ TEST(ModelParameters, SettingThemMovesTheSimulationTheRightWay) {
   EXPECT_EQ(iteration_time(with("device.runtime_reserved", 3.0)), t0);
   // Framework hooks: once they take longer than the GPU work they precede, the host sets the pace.
   const auto hooked = dgx(4);
-  auto p = named(model_parameters(hooked), "host.fetch_hook");
+  auto p = named(model_parameters(hooked), "host.module_hook");
   auto slow = hooked;
-  p.set(slow, 4.0 * p.get(hooked));
+  p.set(slow, 8.0 * p.get(hooked));
   EXPECT_GT(iteration_time(slow), 1.5 * iteration_time(hooked));
 }
 
