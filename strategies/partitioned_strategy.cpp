@@ -287,9 +287,17 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
                                 core::Seconds(pageable_download_s(cluster.host, cluster.devices_per_node, share, gb)),
                                 unit, micro));
         }
+      } else if (boundary) {
+        // ZeRO-1/2 at the accumulation boundary, parameter by parameter (deepspeed@v0.14.0 stage_1_and_2.py
+        // copy_grads_in_partition): the gradient's norm in fp64 (set_norm_for_param_grad_in_gpu: read, write and
+        // read 8 bytes), an inf/nan check whose result the host reads (update_overflow_tracker_for_param_grad,
+        // _has_inf_or_nan: a cast, isnan, isinf, or, a cast, max), the cast to fp32, and a non-blocking copy into
+        // the pinned fp32 buffer (async_inplace_copy_grad_to_fp32_buffer_from_gpu), all on the stream that reduced
+        // the bucket, the compute stream unless overlap_comm (reduce_ipg_grads): the copies hold the backward up.
+        kernel(share * ((gb + 16.0) + (gb + 26.0) + (gb + 4.0)));
+        copy(reduce_stream, share * 4.0);
       } else {
-        // ZeRO-1/2 (stage_1_and_2.py async_inplace_copy_grad_to_fp32_buffer_from_gpu): converted to fp32 on the
-        // device, then a non-blocking pinned copy.
+        // Between boundaries (async_accumulate_grad_in_cpu_via_gpu): converted to fp32, a pinned copy.
         copy(Stream::kDeviceToHost, share * 4.0);
       }
     }
