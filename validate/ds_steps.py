@@ -25,7 +25,8 @@ import time
 
 import torch
 
-VOCAB = 32000
+from torch_timing import VOCAB, llama, median
+
 # (hidden, ffn_hidden, heads, layers, seq_len, micro_batch)
 CONFIGS = [(1024, 2816, 8, 8, 2048, 1), (2048, 5632, 16, 8, 2048, 1), (4096, 11008, 32, 4, 2048, 1),
            (4096, 11008, 32, 8, 2048, 1), (2048, 5632, 16, 8, 4096, 2)]
@@ -33,21 +34,6 @@ SMOKE_CONFIGS = [(256, 688, 4, 2, 256, 1)]
 # mode: (ZeRO stage, optimizer offload, parameter offload); stage None is the plain PyTorch step
 MODES = {"plain": (None, False, False), "z1": (1, False, False), "z2": (2, False, False), "z3": (3, False, False),
          "z2_offload": (2, True, False), "z3_offload": (3, True, False), "z3_offload_param": (3, True, True)}
-
-
-def median(xs):
-    xs = sorted(xs)
-    return xs[len(xs) // 2]
-
-
-def build(cfg):
-    from transformers import LlamaConfig, LlamaForCausalLM
-    hidden, ffn, heads, layers, seq, _ = cfg
-    conf = LlamaConfig(hidden_size=hidden, intermediate_size=ffn, num_attention_heads=heads,
-                       num_key_value_heads=heads, num_hidden_layers=layers, vocab_size=VOCAB,
-                       max_position_embeddings=seq, tie_word_embeddings=False, attn_implementation="sdpa")
-    torch.manual_seed(0)
-    return LlamaForCausalLM(conf).to(device="cuda", dtype=torch.bfloat16)
 
 
 def ds_config(stage, offload_opt, offload_param, mb):
@@ -74,7 +60,7 @@ def timed(f):
 def run(cfg, mode, steps, warmup):
     import deepspeed
     stage, offload_opt, offload_param = MODES[mode]
-    model = build(cfg)
+    model = llama(cfg)
     model.train()
     params = sum(p.numel() for p in model.parameters())
     modules = sum(1 for _ in model.modules())

@@ -26,9 +26,8 @@ import time
 import torch
 import torch.distributed as dist
 
-from torch_timing import time_steps
+from torch_timing import VOCAB, llama, time_steps
 
-VOCAB = 32000
 # (hidden, ffn_hidden, heads, layers, seq_len, micro_batch)
 CONFIGS = [(256, 688, 4, 8, 256, 1), (256, 688, 4, 16, 256, 1), (256, 688, 4, 32, 256, 1),
            (1024, 2816, 8, 8, 2048, 1), (2048, 5632, 16, 8, 2048, 1),
@@ -39,16 +38,6 @@ MODES = ["plain", "hooks", "fsdp", "fsdp_keep", "fsdp_linear"]
 CHECK_CONFIGS = [(3072, 8192, 24, 6, 4096, 1), (5120, 13824, 40, 4, 2048, 1), (4096, 11008, 32, 6, 4096, 1),
                  (2048, 5632, 16, 12, 4096, 2), (1024, 2816, 8, 16, 2048, 4), (512, 1408, 8, 24, 1024, 1)]
 CHECK_MODES = ["plain", "fsdp"]
-
-
-def build(cfg):
-    from transformers import LlamaConfig, LlamaForCausalLM
-    hidden, ffn, heads, layers, seq, _ = cfg
-    conf = LlamaConfig(hidden_size=hidden, intermediate_size=ffn, num_attention_heads=heads,
-                       num_key_value_heads=heads, num_hidden_layers=layers, vocab_size=VOCAB,
-                       max_position_embeddings=seq, tie_word_embeddings=False, attn_implementation="sdpa")
-    torch.manual_seed(0)
-    return LlamaForCausalLM(conf).to(device="cuda", dtype=torch.bfloat16)
 
 
 def noop(*args, **kwargs):
@@ -85,7 +74,7 @@ def prepare(model, mode):
 
 
 def run(cfg, mode, steps, warmup):
-    model = build(cfg)
+    model = llama(cfg)
     model.train()
     units, hooked = prepare(model, mode)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-5, fused=True)

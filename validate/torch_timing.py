@@ -1,7 +1,23 @@
-"""Timing of whole training steps for the measurement scripts beside this file (torch_step.py, torch_fsdp.py)."""
+"""Timing of whole training steps, and the LLaMA-shaped models they time, for the measurement scripts beside this
+file (torch_step.py, torch_fsdp.py, ds_steps.py)."""
 import time
 
 import torch
+
+
+VOCAB = 32000
+
+
+def llama(cfg):
+    """A Hugging Face LLaMA of (hidden, ffn_hidden, heads, layers, seq_len, ...) in bf16 on the GPU: full
+    multi-head attention, untied embeddings, PyTorch's scaled_dot_product_attention, seeded."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+    hidden, ffn, heads, layers, seq = cfg[:5]
+    conf = LlamaConfig(hidden_size=hidden, intermediate_size=ffn, num_attention_heads=heads,
+                       num_key_value_heads=heads, num_hidden_layers=layers, vocab_size=VOCAB,
+                       max_position_embeddings=seq, tie_word_embeddings=False, attn_implementation="sdpa")
+    torch.manual_seed(0)
+    return LlamaForCausalLM(conf).to(device="cuda", dtype=torch.bfloat16)
 
 
 def median(xs):

@@ -220,15 +220,21 @@ TEST(HostHooks, RankSliceIsTheMedianOfTheLoopMeasurements) {
   EXPECT_LT(ratio, 256.0);
 }
 
-// The host's memory efficiency and Polaris's pageable staging are the fit to offload-single (one A100 of Polaris
-// with CPU Adam), the multi-GPU offload runs held out; both better after.
-TEST(HostHooks, HostMemoryEfficiencyIsTheFitToOffloadSingle) {
+// The rows of the shipped validation sets `names` (file names without .yaml) as runs to fit.
+std::vector<Observation> observations_of_sets(std::initializer_list<const char*> names) {
   const std::string dir = std::string(SHARDSIM_SOURCE_DIR) + "/validate/data/";
   std::vector<Observation> obs;
-  for (const char* set : {"offload_single", "offload_polaris"}) {
+  for (const char* set : names) {
     const auto more = observations_of(load_validation_set(dir + set + ".yaml"));
     obs.insert(obs.end(), more.begin(), more.end());
   }
+  return obs;
+}
+
+// The host's memory efficiency and Polaris's pageable staging are the fit to offload-single (one A100 of Polaris
+// with CPU Adam), the multi-GPU offload runs held out; both better after.
+TEST(HostHooks, HostMemoryEfficiencyIsTheFitToOffloadSingle) {
+  std::vector<Observation> obs = observations_of_sets({"offload_single", "offload_polaris"});
   // From a start where the fitted values are not the defaults: the whole bandwidth, the H100 host's staging.
   for (auto& o : obs) {
     o.scenario.cluster.host.memory_efficiency = 1.0;
@@ -245,12 +251,7 @@ TEST(HostHooks, HostMemoryEfficiencyIsTheFitToOffloadSingle) {
 // DeepSpeed ZeRO-3's host time per submodule is the fit to h100-deepspeed-fit (DeepSpeed 0.14 steps on one
 // H100), the other shapes of the same run held out; both better after the fit than from FSDP2's per-unit cost.
 TEST(HostHooks, ModuleHookIsTheFitOfTheDeepSpeedSteps) {
-  const std::string dir = std::string(SHARDSIM_SOURCE_DIR) + "/validate/data/";
-  std::vector<Observation> obs;
-  for (const char* set : {"h100_deepspeed_fit", "h100_deepspeed_steps"}) {
-    const auto more = observations_of(load_validation_set(dir + set + ".yaml"));
-    obs.insert(obs.end(), more.begin(), more.end());
-  }
+  std::vector<Observation> obs = observations_of_sets({"h100_deepspeed_fit", "h100_deepspeed_steps"});
   for (auto& o : obs) o.scenario.cluster.host.module_hook = core::Seconds(core::kMeasuredFetchHookS);
   const RunFit f = fit_runs(obs, {"host.module_hook"}, engine::EngineKind::kAnalytical);
   ASSERT_EQ(f.fit.values.size(), 1u);
@@ -261,12 +262,7 @@ TEST(HostHooks, ModuleHookIsTheFitOfTheDeepSpeedSteps) {
 
 // Megatron's backward block time is the fit to vtrain-single (the fit set), the other Megatron sets held out.
 TEST(HostHooks, MegatronBlocksAreTheFitToVtrainSingle) {
-  const std::string dir = std::string(SHARDSIM_SOURCE_DIR) + "/validate/data/";
-  std::vector<Observation> obs;
-  for (const char* set : {"vtrain_single", "vtrain_multi", "megatron_selene"}) {
-    const auto more = observations_of(load_validation_set(dir + set + ".yaml"));
-    obs.insert(obs.end(), more.begin(), more.end());
-  }
+  const std::vector<Observation> obs = observations_of_sets({"vtrain_single", "vtrain_multi", "megatron_selene"});
   const RunFit f = fit_runs(obs, {"host.megatron_block_backward"}, engine::EngineKind::kAnalytical);
   ASSERT_EQ(f.fit.values.size(), 1u);
   EXPECT_NEAR(f.fit.values[0] / core::kFittedMegatronBlockBackwardS, 1.0, 0.01);
