@@ -115,18 +115,28 @@ void lower_optimizer_step(graph::TaskGraph& g, const StepLowering& step) {
     // DeepSpeed runs CPU Adam inside step(), after backward() has returned (no delayed update by default); the
     // GPU's share of a partial offload (Twin-Flow) runs beside it.
     if (step.backward_end) g.add_dep(cpu, *step.backward_end);
-    // The 16-bit parameters are written from the fp32 ones by a copy_ across devices and dtypes (DeepSpeed 0.14
-    // stage3.py:2001 _reassign_or_swap_out_partitioned_parameters; stage_1_and_2.py the same for bit16_partitions):
-    // converted on the host into a pageable buffer and staged, then sent.
+    // The 16-bit parameters are written from the fp32 ones: by a copy_ across devices and dtypes, converted on the
+    // host into a pageable buffer and staged, then sent (DeepSpeed 0.14 stage3.py:2001
+    // _reassign_or_swap_out_partitioned_parameters; ZeRO-1/2 too before 0.14.1), or the fp32 values sent from
+    // pinned memory and cast on the device (ZeRO-1/2 from DeepSpeed 0.14.1, PR #5301: upload_device_bytes).
     TaskId before = cpu;
     if (step.upload_host_s > 0.0) {
       before = g.add_host_work(step.role, Purpose::kOffload, graph::Phase::kOptimizer, core::Seconds(step.upload_host_s),
                                -1, -1);
       g.add_dep(before, cpu);
     }
-    upload = g.add_copy(step.role, graph::Stream::kHostToDevice, Purpose::kOffload, core::Bytes(step.upload_bytes),
-                        -1, -1);
-    g.add_dep(*upload, before);
+    // (With the parameters offloaded too they are written in host memory, part of the host's work: no upload.)
+    if (step.upload_bytes > 0.0) {
+      upload = g.add_copy(step.role, graph::Stream::kHostToDevice, Purpose::kOffload, core::Bytes(step.upload_bytes),
+                          -1, -1);
+      g.add_dep(*upload, before);
+      if (step.upload_device_bytes > 0.0) {
+        const TaskId cast = g.add_kernel(step.role, graph::Stream::kCompute, Purpose::kOffload, -1, -1,
+                                         core::Bytes(step.upload_device_bytes));
+        g.add_dep(cast, *upload);
+        upload = cast;
+      }
+    }
   }
   if (!step.gather_group) return;
   double remaining = step.gather_bytes;

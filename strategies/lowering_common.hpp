@@ -88,6 +88,8 @@ struct StepLowering {
   /// ZeRO-Offload: the host's work before that copy (the fp32 -> 16-bit conversion into a pageable temporary and
   /// its staging, see pageable_upload_s)
   double upload_host_s = 0.0;
+  /// ZeRO-Offload: device memory traffic after the copy (the fp32 values cast into the 16-bit parameters there)
+  double upload_device_bytes = 0.0;
 };
 
 /** @brief The host's time to copy `elements` fp32 host values into 16-bit device memory as PyTorch's copy_ does

@@ -38,12 +38,15 @@ ModelStates device_state_bytes(double psi, const core::PlanSpec& plan, double pa
     s.optimizer *= 1.0 - plan.offload.ratio;
     s.grads *= 1.0 - plan.offload.ratio;
   }
+  if (plan.offload.params) s.params = 0.0;
   return s;
 }
 
-double host_state_bytes(double psi, const core::PlanSpec& plan, double optimizer_k) {
-  if (!plan.offload.optimizer) return 0.0;
-  return plan.offload.ratio * psi / plan.shards().optimizer * (optimizer_k + 4.0);
+double host_state_bytes(double psi, const core::PlanSpec& plan, double optimizer_k, double param_bytes) {
+  double host = 0.0;
+  if (plan.offload.optimizer) host += plan.offload.ratio * psi / plan.shards().optimizer * (optimizer_k + 4.0);
+  if (plan.offload.params) host += param_bytes * psi / plan.shards().params;
+  return host;
 }
 
 bool assembles_units(const core::PlanSpec& plan) {
@@ -88,7 +91,8 @@ MemoryBreakdown rank_memory(const core::ModelSpec& model, const core::ClusterSpe
   auto note = [](double bytes_per_param, int shard) {
     return shard > 1 ? fmt::format("{} B/param /{}", bytes_per_param, shard) : fmt::format("{} B/param", bytes_per_param);
   };
-  mb.items.push_back({"parameters", core::Bytes(st.params), note(pb, sh.params)});
+  mb.items.push_back({"parameters", core::Bytes(st.params),
+                      plan.offload.params ? std::string("offloaded to the host") : note(pb, sh.params)});
   mb.items.push_back({"gradients", core::Bytes(st.grads), note(gb, sh.grads)});
   mb.items.push_back({"optimizer states", core::Bytes(st.optimizer),
                       plan.offload.optimizer ? fmt::format("{:.0f}% offloaded to the host", 100.0 * plan.offload.ratio)
@@ -135,7 +139,7 @@ MemoryBreakdown rank_memory(const core::ModelSpec& model, const core::ClusterSpe
   for (const auto& it : mb.items) total += it.bytes.value();
   mb.total = core::Bytes(total);
   mb.capacity = cluster.device.hbm;
-  mb.host_bytes = host_state_bytes(params, plan, k);
+  mb.host_bytes = host_state_bytes(params, plan, k, pb);
   mb.host_capacity = cluster.host.memory.value() / cluster.devices_per_node;
   mb.fits = mb.total <= mb.capacity && mb.host_bytes <= mb.host_capacity;
   return mb;

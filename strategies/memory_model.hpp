@@ -33,9 +33,9 @@ ModelStates sharded_state_bytes(double psi, const core::PartitionSpec& shards, d
  *  ZeRO-Offload moves to the host (the CPU's share of the optimizer states and of the gradients). */
 ModelStates device_state_bytes(double psi, const core::PlanSpec& plan, double param_bytes, double grad_bytes,
                                double optimizer_k);
-/** @brief Host memory one device's offloaded optimizer needs: its CPU share of the optimizer states plus fp32
- *  gradients to accumulate into. */
-double host_state_bytes(double psi, const core::PlanSpec& plan, double optimizer_k);
+/** @brief Host memory one device's offload needs: its CPU share of the optimizer states plus fp32 gradients to
+ *  accumulate into, and its parameter partition where parameters are offloaded. */
+double host_state_bytes(double psi, const core::PlanSpec& plan, double optimizer_k, double param_bytes);
 
 struct MemoryItem {
   std::string name;

@@ -41,8 +41,9 @@ std::string describe_partition(const core::PlanSpec& plan) {
   if (plan.offload.optimizer) {
     core::PlanSpec on_device = plan;
     on_device.offload = core::OffloadSpec{};
-    return fmt::format("{} + offload{}", describe_partition(on_device),
-                       plan.offload.ratio < 1.0 ? fmt::format(" {:.0f}%", 100.0 * plan.offload.ratio) : "");
+    return fmt::format("{} + offload{}{}", describe_partition(on_device),
+                       plan.offload.ratio < 1.0 ? fmt::format(" {:.0f}%", 100.0 * plan.offload.ratio) : "",
+                       plan.offload.params ? " + parameters" : "");
   }
   const core::PartitionSpec s = plan.shards();
   const int n = plan.dp;
@@ -192,9 +193,18 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
     if (issued_by) deps[n_deps++] = *issued_by;
     const std::span<const TaskId> after(deps.data(), n_deps);
     if (!quantize) {
+      // Offloaded parameters: the rank's partition of the unit comes from host memory first (DeepSpeed 0.14
+      // partition_parameters.py all_gather_coalesced: ds_tensor.to(device, non_blocking=True) from pinned memory).
+      std::optional<TaskId> staged;
+      if (plan.offload.params) {
+        staged = g.add_copy(role, Stream::kHostToDevice, Purpose::kOffload, core::Bytes(elements / shard * pb), unit, micro);
+        for (TaskId a : after) g.add_dep(*staged, a);
+      }
+      const std::span<const TaskId> ready_after = staged ? std::span<const TaskId>(&*staged, 1) : after;
       std::optional<TaskId> gathered;
       if (gather) {
-        const GatherChain c = add_module_gathers(g, role, gather_stream, purpose, grp, payload, collectives, unit, micro, after);
+        const GatherChain c =
+            add_module_gathers(g, role, gather_stream, purpose, grp, payload, collectives, unit, micro, ready_after);
         g.add_mem(c.first, false, MemKind::kGatheredParams, core::Bytes(full));
         gathered = c.last;
       }
@@ -202,7 +212,7 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
       if (gathered) {
         g.add_dep(copy, *gathered);
       } else {
-        for (TaskId a : after) g.add_dep(copy, a);
+        for (TaskId a : ready_after) g.add_dep(copy, a);
         g.add_mem(copy, false, MemKind::kGatheredParams, core::Bytes(full));
       }
       return copy;
@@ -397,8 +407,18 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
     // unscale_and_clip_grads, stage_1_and_2.py the same: a read and a write of 4 bytes each).
     step.host_optimizer_bytes = optimizer_step_bytes(model, shard * plan.offload.ratio).value() +
                                 8.0 * shard * plan.offload.ratio;
-    step.upload_bytes = shard * plan.offload.ratio * pb;
-    step.upload_host_s = pageable_upload_s(cluster.host, cluster.devices_per_node, shard * plan.offload.ratio, pb);
+    if (plan.offload.params) {
+      // The 16-bit partition lives on the host: the fp32 master is copied into it there (a read and a write).
+      step.host_optimizer_bytes += shard * (4.0 + pb);
+    } else if (ds_stage3) {
+      step.upload_bytes = shard * plan.offload.ratio * pb;
+      step.upload_host_s = pageable_upload_s(cluster.host, cluster.devices_per_node, shard * plan.offload.ratio, pb);
+    } else {
+      // ZeRO-1/2 (stage_1_and_2.py step(), DeepSpeed 0.14.1 on, PR #5301): the pinned fp32 partition sent as is,
+      // then cast into the 16-bit parameters on the device.
+      step.upload_bytes = shard * plan.offload.ratio * 4.0;
+      step.upload_device_bytes = shard * plan.offload.ratio * (4.0 + pb);
+    }
   }
   if (u_size > 1) {
     step.gather_group = u_group;

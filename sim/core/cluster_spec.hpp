@@ -73,7 +73,7 @@ inline constexpr double kMeasuredTensorHookS = 0.0917e-3;
 /// the release (deepspeed@v0.14.0 runtime/zero/parameter_offload.py, partitioned_param_coordinator.py). Fitted on
 /// the h100-deepspeed-fit set (DeepSpeed 0.14.4 ZeRO-3 steps on one H100, validate/ds_steps.py; the test
 /// HostHooks.ModuleHookIsTheFitOfTheDeepSpeedSteps refits it); other hosts [guess].
-inline constexpr double kFittedModuleHookS = 0.3799e-3;
+inline constexpr double kFittedModuleHookS = 0.3747e-3;
 /// Eager PyTorch's host time to run one transformer block, forward and backward (the Python modules, autograd,
 /// the kernel launches), measured on the same host: plain Hugging Face LLaMA steps with 8, 16 and 32 blocks of
 /// hidden 256 (too small for the GPU to set the pace), the least-squares slope of the forward and backward spans

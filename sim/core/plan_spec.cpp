@@ -69,7 +69,7 @@ PartitionSpec PlanSpec::shards() const { return partition.params == 0 ? zero_par
 
 bool PlanSpec::is_plain_zero() const {
   return shards() == zero_partition(zero_stage, dp) && !quantization.weights && !quantization.gradients &&
-         !offload.optimizer;
+         !offload.any();
 }
 
 std::optional<std::string> PlanSpec::framework_refusal() const {
@@ -78,14 +78,14 @@ std::optional<std::string> PlanSpec::framework_refusal() const {
     case Framework::kDeepSpeed: return std::nullopt;
     case Framework::kFsdp: {
       const bool layout = sh.params == sh.grads && sh.grads == sh.optimizer && sh.secondary == 0;
-      if (layout && !quantization.weights && !quantization.gradients && !offload.optimizer && hierarchy_levels == 0 &&
+      if (layout && !quantization.weights && !quantization.gradients && !offload.any() && hierarchy_levels == 0 &&
           pp == 1) {
         return std::nullopt;
       }
       return "framework fsdp models FULL_SHARD (zero_stage 3), HYBRID_SHARD (mics_shard_size) and NO_SHARD "
              "(zero_stage 0) without pipelines, ZeRO++ or offload; this plan shards P/G/OS over " +
              std::to_string(sh.params) + "/" + std::to_string(sh.grads) + "/" + std::to_string(sh.optimizer) +
-             " ranks" + (pp > 1 ? " with pp > 1" : "") + (offload.optimizer ? " with offload" : "");
+             " ranks" + (pp > 1 ? " with pp > 1" : "") + (offload.any() ? " with offload" : "");
     }
     case Framework::kMegatron:
       if (zero_stage <= 1 && is_plain_zero() && hierarchy_levels == 0) return std::nullopt;

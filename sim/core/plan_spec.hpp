@@ -87,6 +87,11 @@ std::string_view codec_name(Codec c);
 struct OffloadSpec {
   bool optimizer = false;
   double ratio = 1.0;
+  /// ZeRO-3's parameter partitions in host memory (DeepSpeed's offload_param: cpu; ZeRO-Infinity without NVMe):
+  /// each fetch copies the rank's partition to the device before gathering it, and CPU Adam writes the 16-bit
+  /// partition in place on the host. Modelled with the optimizer offloaded as well.
+  bool params = false;
+  [[nodiscard]] bool any() const { return optimizer || params; }
 };
 
 struct PlanSpec {

@@ -104,8 +104,15 @@ DeepSpeedPlan parse_deepspeed_config(const std::string& text, const std::string&
         throw core::ConfigError(where, path + ".device", fmt::format("{} offload is not modelled; use cpu", device));
       }
     } else if (key == "offload_param") {
-      const bool on = v.is_object() && v.contains("device") && v["device"].is_string() && v["device"] != "none";
-      if (on) throw core::ConfigError(where, path, "parameter offload is not modelled by this version of shardsim");
+      if (!v.is_object()) throw core::ConfigError(where, path, "expected an object");
+      const std::string device = v.contains("device") && v["device"].is_string() ? v["device"].get<std::string>() : "none";
+      if (device == "cpu") {
+        YAML::Node node(YAML::NodeType::Map);
+        node["device"] = "cpu";
+        out.overrides.push_back(PlanOverride{"offload_param", node, where, path});
+      } else if (device != "none") {
+        throw core::ConfigError(where, path + ".device", fmt::format("{} offload is not modelled; use cpu", device));
+      }
     } else {
       out.ignored.push_back(path);
     }

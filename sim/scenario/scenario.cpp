@@ -475,7 +475,8 @@ core::ClusterSpec parse_cluster(const ConfigNode& n) {
 // ---------------------------------------------------------------- plan
 // Plan values that name network levels ("node", "all") can only be resolved once the cluster is known.
 struct PlanDeferred {
-  std::optional<ConfigNode> params, grads, optimizer, secondary, mics, hops, hierarchy, qwz, qgz, compression, offload;
+  std::optional<ConfigNode> params, grads, optimizer, secondary, mics, hops, hierarchy, qwz, qgz, compression, offload,
+      offload_param;
 };
 
 core::PlanSpec parse_plan(const ConfigNode& n, PlanDeferred& later) {
@@ -486,7 +487,7 @@ core::PlanSpec parse_plan(const ConfigNode& n, PlanDeferred& later) {
                 "flash_attention", "collective_algorithm", "workspace", "partition", "mics_shard_size",
                 "zero_hpz_partition_size", "zero_quantized_weights", "zero_quantized_gradients",
                 "quantization_block", "qgz_hops", "hierarchy", "virtual_stages", "sequence_parallel",
-                "compression", "offload_optimizer", "framework"});
+                "compression", "offload_optimizer", "offload_param", "framework"});
   core::PlanSpec p;
   if (auto v = n.find("dp")) p.dp = v->as_positive_int();
   if (auto v = n.find("tp")) p.tp = v->as_positive_int();
@@ -537,6 +538,14 @@ core::PlanSpec parse_plan(const ConfigNode& n, PlanDeferred& later) {
     if (auto r = o->find("ratio")) p.offload.ratio = r->as_fraction();
     (void)o->find("pin_memory");  // pinned or not, the copies run at the host link's rate here
     later.offload = o;
+  }
+  if (auto o = n.find("offload_param")) {
+    o->expect_map({"device", "pin_memory"});
+    const std::string device = o->get("device").as_choice({"cpu", "none", "nvme"});
+    if (device == "nvme") o->get("device").fail("NVMe offload is not modelled by this version of shardsim; use cpu");
+    p.offload.params = device == "cpu";
+    (void)o->find("pin_memory");
+    later.offload_param = o;
   }
   if (auto v = n.find("quantization_block")) p.quantization.block = v->as_positive_int();
   return p;
@@ -787,6 +796,17 @@ void resolve_and_check(Scenario& s, const ConfigNode& root, const PlanDeferred& 
     if (s.cluster.host.link_bandwidth.value() <= 0.0 || s.cluster.host.memory_bandwidth.value() <= 0.0 ||
         s.cluster.host.memory.value() <= 0.0) {
       o.fail(fmt::format("cluster '{}' describes no host (memory, memory_bandwidth, link_bandwidth)", s.cluster.name));
+    }
+  }
+  if (p.offload.params) {
+    const ConfigNode& o = *later.offload_param;
+    // DeepSpeed offloads parameters only where ZeRO-3 partitions them (offload_param is a stage 3 option).
+    if (p.zero_stage != 3) o.fail("parameter offload needs zero_stage 3 (DeepSpeed offloads ZeRO-3's partitions)");
+    if (!p.offload.optimizer || p.offload.ratio < 1.0) {
+      o.fail("parameter offload is modelled with the whole optimizer offloaded too (offload_optimizer: {device: cpu})");
+    }
+    if (p.quantization.weights || p.quantization.gradients || p.shards().secondary > 0) {
+      o.fail("parameter offload with ZeRO++ (qwZ, qgZ, hpZ) is not modelled");
     }
   }
   if (const auto why = p.framework_refusal()) at("framework").fail(*why);

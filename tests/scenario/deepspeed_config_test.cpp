@@ -53,6 +53,20 @@ TEST(DeepSpeedConfig, ZeroOneAndTwoReductionFollowTheConfig) {
                    0.0);
 }
 
+// ZeRO-Infinity on the CPU: ZeRO-3's parameter partitions in host memory, copied in before each gather; the
+// 16-bit partition written on the host after CPU Adam, nothing uploaded.
+TEST(DeepSpeedConfig, ParameterOffloadBecomesThePlan) {
+  const auto s = parse_scenarios(kScenario, "s.yaml",
+                                 parse_deepspeed_config(R"({"zero_optimization": {"stage": 3,
+                                     "offload_optimizer": {"device": "cpu"}, "offload_param": {"device": "cpu"}}})",
+                                                        "ds.json")
+                                     .overrides)
+                     .at(0);
+  EXPECT_TRUE(s.plan.offload.params);
+  EXPECT_TRUE(s.plan.offload.optimizer);
+  EXPECT_FALSE(parse_scenarios(kScenario, "s.yaml").at(0).plan.offload.params);
+}
+
 void expect_error(const std::string& json, const std::string& key, const std::string& fragment) {
   try {
     const auto ds = parse_deepspeed_config(json, "ds.json");
@@ -75,7 +89,11 @@ TEST(DeepSpeedConfig, ErrorsNameTheDeepSpeedKey) {
                "zero_optimization.zero_hpz_partition_size", "does not divide");
   expect_error(R"({"train_batch_size": 100})", "train_batch_size", "not a multiple");
   expect_error(R"({"zero_optimization": {"offload_param": {"device": "cpu"}}})", "zero_optimization.offload_param",
-               "not modelled");
+               "needs zero_stage 3");
+  expect_error(R"({"zero_optimization": {"stage": 3, "offload_param": {"device": "cpu"}}})",
+               "zero_optimization.offload_param", "optimizer offloaded too");
+  expect_error(R"({"zero_optimization": {"stage": 3, "offload_param": {"device": "nvme"}}})",
+               "zero_optimization.offload_param.device", "not modelled");
   expect_error(R"({"zero_optimization": {"offload_optimizer": {"device": "nvme"}}})",
                "zero_optimization.offload_optimizer.device", "not modelled");
   expect_error(R"({"zero_optimization": {"stage": 1, "offload_optimizer": {"device": "cpu", "ratio": 1.5}}})",

@@ -144,11 +144,11 @@ namespace shardsim::strategies {
 namespace {
 
 // ZeRO-Offload as DeepSpeed 0.14's ZeRO-1/2 runs it: the gradients converted to fp32 on the device and sent
-// (stage_1_and_2.py async_inplace_copy_grad_to_fp32_buffer_from_gpu), the updated 16-bit parameters back: 6 Psi
-// bytes per step over PCIe for the whole model (here per rank: 6 Psi / N; the paper's 4 Psi counts 16-bit
-// gradients), while the 12-byte Adam states and fp32 gradients live in host memory. CPU Adam is one host task;
-// the conversion of the parameters for their copy back another.
-TEST(Offload, MovesTheOptimizerToTheHostAndSixPsiOverPcie) {
+// (stage_1_and_2.py async_inplace_copy_grad_to_fp32_buffer_from_gpu), the updated fp32 partition back from pinned
+// memory and cast on the device (from 0.14.1, PR #5301): 8 Psi bytes per step over PCIe for the whole model (here
+// per rank: 8 Psi / N; the paper's 4 Psi counts 16-bit gradients and parameters), while the 12-byte Adam states
+// and fp32 gradients live in host memory. CPU Adam is one host task, with no staging of the copy back.
+TEST(Offload, MovesTheOptimizerToTheHostAndEightPsiOverPcie) {
   Case c(2, 2, 1);
   c.resolve_zero();
   c.plan.offload.optimizer = true;
@@ -169,10 +169,12 @@ TEST(Offload, MovesTheOptimizerToTheHostAndSixPsiOverPcie) {
       ++(t.time_s >= 0.0 ? staging : cpu);
     }
   }
+  // fp32 gradients down; the fp32 partition up from pinned memory and cast on the device (DeepSpeed 0.14.1 on),
+  // with no host staging.
   EXPECT_NEAR(down, 4.0 * psi / n, 1e-6 * psi);
-  EXPECT_NEAR(up, 2.0 * psi / n, 1e-6 * psi);
+  EXPECT_NEAR(up, 4.0 * psi / n, 1e-6 * psi);
   EXPECT_EQ(cpu, 1);
-  EXPECT_EQ(staging, 1);
+  EXPECT_EQ(staging, 0);
   engine::AnalyticalEngine eng(c.cluster, core::CollectiveAlgorithm::kAuto);
   const auto r = eng.run(g);
   EXPECT_GT(r.roles[0].comm_by_purpose[static_cast<std::size_t>(Purpose::kOffload)].value(), 0.0);
@@ -223,6 +225,32 @@ TEST(Offload, OneRankCopiesGradientsAndStepsAfterBackward) {
     }
   }
   EXPECT_TRUE(blocked);
+}
+
+// ZeRO-3 with the parameters offloaded too (DeepSpeed's offload_param: cpu): no parameters on the device; every
+// unit's partition comes from the host before each gather, forward and backward, and CPU Adam writes the 16-bit
+// partition on the host, so nothing goes back up after the step.
+TEST(Offload, OffloadedParametersComeFromTheHostBeforeEachGather) {
+  Case c(1, 3, 1);
+  c.resolve_zero();
+  c.plan.offload.optimizer = true;
+  c.plan.offload.params = true;
+  const ModelCosts costs = compute_model_costs(c.model, c.plan);
+  const double n = c.plan.dp, psi = costs.params_per_rank;
+  const auto mb = estimate_memory(c.model, c.cluster, c.plan, costs);
+  EXPECT_DOUBLE_EQ(mb.items[0].bytes.value(), 0.0);
+  EXPECT_NEAR(mb.host_bytes, (12.0 + 4.0 + 2.0) * psi / n, 1.0);
+  graph::TaskGraph g;
+  PartitionedStrategy().lower(LoweringInput{c.model, c.cluster, c.plan, costs}, g);
+  double up = 0.0;
+  for (const auto& t : g.tasks()) {
+    if (t.kind != graph::TaskKind::kCopy || t.stream != graph::Stream::kHostToDevice) continue;
+    EXPECT_GE(t.micro, 0) << "an upload after the step";
+    up += t.bytes;
+  }
+  // The 16-bit partition twice (forward and backward gathers), and the gradient shards back for their norm.
+  EXPECT_NEAR(up, 2.0 * 2.0 * psi / n + 2.0 * psi / n, 1e-6 * psi);
+  EXPECT_EQ(describe_partition(c.plan), "zero-3 + offload + parameters");
 }
 
 TEST(Offload, HalfOffloadKeepsHalfTheOptimizerOnTheDevice) {
