@@ -128,7 +128,8 @@ struct HostSpec {
   /// DeepSpeed ZeRO-3's time per submodule and pass (kFittedModuleHookS), in place of fetch_hook's per FSDP unit.
   Seconds module_hook{kFittedModuleHookS};
   std::string hook_source =
-      "measured with Hugging Face LLaMA and FSDP2 on an H100 host (validate/results/); other code and hosts [guess]";
+      "measured with Hugging Face LLaMA, FSDP2 and DeepSpeed 0.14 on an H100 host (validate/results/; DeepSpeed's "
+      "per submodule fitted there); other code and hosts [guess]";
   /// The framework thread's time to run one transformer block eagerly, per pass; compute waits for it where the
   /// GPU work is shorter. Measured for Hugging Face LLaMA on PyTorch 2.11 on one host; other model code and
   /// hosts a guess.
