@@ -479,6 +479,15 @@ struct PlanDeferred {
       offload_param;
 };
 
+// An offload map's device: cpu (true) or none (false); NVMe refused. Pinned or not, the copies run at the host
+// link's rate here.
+bool offloads_to_cpu(const ConfigNode& o) {
+  const std::string device = o.get("device").as_choice({"cpu", "none", "nvme"});
+  if (device == "nvme") o.get("device").fail("NVMe offload is not modelled by this version of shardsim; use cpu");
+  (void)o.find("pin_memory");
+  return device == "cpu";
+}
+
 core::PlanSpec parse_plan(const ConfigNode& n, PlanDeferred& later) {
   n.expect_map({"dp", "tp", "pp", "micro_batch", "global_batch", "recompute", "zero_stage", "reduce_bucket",
                 "allgather_bucket", "prefetch_bucket", "max_live_parameters", "persistence_threshold", "ddp_bucket",
@@ -532,19 +541,13 @@ core::PlanSpec parse_plan(const ConfigNode& n, PlanDeferred& later) {
   later.compression = n.find("compression");
   if (auto o = n.find("offload_optimizer")) {
     o->expect_map({"device", "ratio", "pin_memory"});
-    const std::string device = o->get("device").as_choice({"cpu", "none", "nvme"});
-    if (device == "nvme") o->get("device").fail("NVMe offload is not modelled by this version of shardsim; use cpu");
-    p.offload.optimizer = device == "cpu";
+    p.offload.optimizer = offloads_to_cpu(*o);
     if (auto r = o->find("ratio")) p.offload.ratio = r->as_fraction();
-    (void)o->find("pin_memory");  // pinned or not, the copies run at the host link's rate here
     later.offload = o;
   }
   if (auto o = n.find("offload_param")) {
     o->expect_map({"device", "pin_memory"});
-    const std::string device = o->get("device").as_choice({"cpu", "none", "nvme"});
-    if (device == "nvme") o->get("device").fail("NVMe offload is not modelled by this version of shardsim; use cpu");
-    p.offload.params = device == "cpu";
-    (void)o->find("pin_memory");
+    p.offload.params = offloads_to_cpu(*o);
     later.offload_param = o;
   }
   if (auto v = n.find("quantization_block")) p.quantization.block = v->as_positive_int();
