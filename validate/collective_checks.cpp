@@ -70,8 +70,13 @@ CollectiveCheck load_collective_check(const std::string& path) {
           if (!i) throw core::ConfigError(at, key, fmt::format("LL, LL128 or Simple, comma-separated (got '{}')", p));
           c.protocols[*i] = true;
         }
+      } else if (key == "role") {
+        if (value != "fit" && value != "check") {
+          throw core::ConfigError(at, key, fmt::format("fit or check (got '{}')", value));
+        }
+        c.role = value;
       } else {
-        throw core::ConfigError(at, key, "one of cluster, op, ranks, algorithm, protocols");
+        throw core::ConfigError(at, key, "one of cluster, op, ranks, algorithm, protocols, role");
       }
     }
   }
@@ -83,6 +88,24 @@ CollectiveCheck load_collective_check(const std::string& path) {
   }
   c.samples = load_collective_samples(path, c.op, c.ranks);
   return c;
+}
+
+bool has_collective_tag(const std::string& path) {
+  std::istringstream in(scenario::read_text_file(path, "collective benchmark"));
+  for (std::string line; std::getline(in, line);) {
+    if (line.starts_with(kTag)) return true;
+  }
+  return false;
+}
+
+std::vector<CollectiveSample> tagged_samples(const CollectiveCheck& c) {
+  std::vector<CollectiveSample> out = c.samples;
+  for (auto& s : out) {
+    s.algorithm = c.algorithm;
+    if (c.protocols_forced) s.protocols = c.protocols;
+    s.check = c.role == "check";
+  }
+  return out;
 }
 
 std::vector<CollectiveCheck> load_collective_checks(const std::string& dir) {
@@ -151,7 +174,7 @@ nlohmann::json collective_checks_to_json(const std::vector<CollectiveCheck>& che
                    {"ranks", c.ranks},
                    {"algorithm", core::algorithm_name(c.algorithm)},
                    {"source", c.source},
-                   {"role", "check"},
+                   {"role", c.role},
                    {"summary", {{"rows", s.rows}, {"mean_abs_error", s.mean_abs}, {"max_abs_error", s.max_abs}, {"bias", s.bias}}},
                    {"rows", rows}});
   }
@@ -159,16 +182,18 @@ nlohmann::json collective_checks_to_json(const std::vector<CollectiveCheck>& che
 }
 
 std::string render_collective_checks(const std::vector<CollectiveCheck>& checks, bool rows) {
-  std::string o = "collective benchmarks (check): published nccl-tests runs against the collective library model\n";
-  o += fmt::format("  {:<38} {:<10} {:>6} {:>5}  {:>9}  {:>9}  {:>8}\n", "file", "cluster", "ranks", "rows", "mean|err|",
-                   "max|err|", "bias");
+  std::string o =
+      "collective benchmarks: published nccl-tests runs against the collective library model (fit: a preset's network "
+      "was fitted to it; check: held out)\n";
+  o += fmt::format("  {:<38} {:<10} {:<5} {:>6} {:>5}  {:>9}  {:>9}  {:>8}\n", "file", "cluster", "role", "ranks", "rows",
+                   "mean|err|", "max|err|", "bias");
   std::string detail;
   for (const auto& c : checks) {
     const auto r = predict_collective_check(c);
     const auto s = summarize(r);
     const std::string name = std::filesystem::path(c.path).filename().string();
-    o += fmt::format("  {:<38} {:<10} {:>6} {:>5}  {:>8.1f}%  {:>8.1f}%  {:>+7.1f}%\n", name, c.cluster, c.ranks, r.size(),
-                     100.0 * s.mean_abs, 100.0 * s.max_abs, 100.0 * s.bias);
+    o += fmt::format("  {:<38} {:<10} {:<5} {:>6} {:>5}  {:>8.1f}%  {:>8.1f}%  {:>+7.1f}%\n", name, c.cluster, c.role,
+                     c.ranks, r.size(), 100.0 * s.mean_abs, 100.0 * s.max_abs, 100.0 * s.bias);
     if (!rows) continue;
     detail += fmt::format("\n{} ({} ranks on {};{})\n", name, c.ranks, c.cluster, c.source);
     detail += fmt::format("  {:>12}  {:>12}  {:>12}  {:>8}  {:>5}  {:>7}\n", "size (B)", "measured us", "predicted us",

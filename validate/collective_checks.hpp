@@ -1,7 +1,8 @@
 #pragma once
 // Published collective benchmarks held against the collective library model (validate/data/collectives/):
-// nccl-tests output whose line `# shardsim: cluster=PRESET op=OP ranks=N [algorithm=A] [protocols=P,...]` names
-// the machine and what the run forced (NCCL_ALGO, NCCL_PROTO). Each row is predicted with
+// nccl-tests output whose line `# shardsim: cluster=PRESET op=OP ranks=N [algorithm=A] [protocols=P,...]
+// [role=fit|check]` names the machine, what the run forced (NCCL_ALGO, NCCL_PROTO) and whether a preset's network
+// parameters were fitted to it. Each row is predicted with
 // engine::estimate_collective on that preset, the group laid on consecutive ranks from rank 0.
 #include <array>
 #include <string>
@@ -24,6 +25,9 @@ struct CollectiveCheck {
   std::array<bool, 3> protocols{true, true, true};  ///< as NCCL_PROTO left them (all: not forced)
   bool protocols_forced = false;
   std::string source;  ///< the "# source:" line
+  /// "check" (held out, the default) or "fit": what `shardsim calibrate --collectives` fits the machine's network
+  /// parameters to (role=fit on the `# shardsim:` line)
+  std::string role = "check";
   std::vector<CollectiveSample> samples;
 };
 
@@ -39,6 +43,10 @@ struct CollectiveCheckRow {
 /** @brief Reads one benchmark file. Throws core::ConfigError (file:line) for a missing or bad `# shardsim:` line,
  *  an unknown preset or a table nccl-tests would not print. */
 CollectiveCheck load_collective_check(const std::string& path);
+/** @brief Whether `path` holds a `# shardsim:` line (then load_collective_check reads it). */
+bool has_collective_tag(const std::string& path);
+/** @brief The samples of `c` with what its run forced and its role. */
+std::vector<CollectiveSample> tagged_samples(const CollectiveCheck& c);
 /** @brief Every *.txt of `dir` in name order; none when `dir` does not exist. */
 std::vector<CollectiveCheck> load_collective_checks(const std::string& dir);
 /** @brief The model's prediction of every row of `c`. */

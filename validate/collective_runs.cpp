@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
 #include <filesystem>
 #include <sstream>
 
@@ -24,11 +26,15 @@ bool is_number(const std::string& s) {
 }
 
 // nccl-tests' table: "# Rank" lines name the ranks; a data line is size count type [redop root] time algbw
-// busbw #wrong ... (older versions print no redop / root columns).
+// busbw #wrong ... (older versions print no redop / root columns, or a redop and no root: the column header
+// says which).
 std::vector<CollectiveSample> parse_nccl_tests(const std::string& text, const std::string& path,
                                                graph::CollectiveOp op, int ranks) {
   std::vector<CollectiveSample> out;
   int rank_lines = 0;
+  // The header "#  size  count  type  redop  root  time ..." names the columns before the time; without one,
+  // the type is followed by the time or by redop and root.
+  std::optional<std::size_t> header_time_col;
   std::istringstream in(text);
   int line_no = 0;
   for (std::string line; std::getline(in, line);) {
@@ -39,6 +45,10 @@ std::vector<CollectiveSample> parse_nccl_tests(const std::string& text, const st
     if (w.empty()) continue;
     if (w[0] == "#") {
       if (w.size() > 1 && w[1] == "Rank") ++rank_lines;
+      if (w.size() > 4 && w[1] == "size" && w[2] == "count" && w[3] == "type") {
+        const auto time = std::find(w.begin(), w.end(), "time");
+        if (time != w.end()) header_time_col = static_cast<std::size_t>(time - w.begin()) - 1;
+      }
       continue;
     }
     if (w[0][0] == '#') continue;
@@ -47,7 +57,7 @@ std::vector<CollectiveSample> parse_nccl_tests(const std::string& text, const st
       throw core::ConfigError({path, line_no, 1}, "",
                               "a nccl-tests data line: size count type [redop root] time algbw busbw #wrong ...");
     }
-    const std::size_t time_col = is_number(w[3]) ? 3 : 5;
+    const std::size_t time_col = header_time_col ? *header_time_col : is_number(w[3]) ? 3 : 5;
     if (w.size() <= time_col || !is_number(w[time_col])) {
       throw core::ConfigError({path, line_no, 1}, "", "a time in microseconds after size, count, type, redop, root");
     }
@@ -132,23 +142,37 @@ RunFit fit_collectives(const std::vector<CollectiveSample>& samples, const scena
                                                                machine.cluster.total_devices(), s.ranks));
     }
   }
-  std::vector<double> measured;
-  for (const auto& c : samples) measured.push_back(c.seconds);
-  fit_log_ratio(
-      f,
-      [&](const std::vector<double>& x) {
-        scenario::Scenario s = machine;
-        for (std::size_t k = 0; k < names.size(); ++k) find_model_parameter(s, names[k])->set(s, x[k]);
-        std::vector<std::optional<double>> out;
-        out.reserve(samples.size());
-        for (const auto& c : samples) {
-          const auto shape = topology::strided_group_shape(s.cluster, c.ranks, 1);
-          out.push_back(engine::estimate_collective(s.cluster, shape, c.op, core::Bytes(c.bytes),
-                                                    core::CollectiveAlgorithm::kAuto).time.value());
-        }
-        return out;
-      },
-      measured);
+  std::vector<CollectiveSample> fitted, held_out;
+  for (const auto& c : samples) (c.check ? held_out : fitted).push_back(c);
+  if (fitted.size() < names.size()) {
+    throw core::ConfigError({"<command line>", 0, 0}, "--collectives",
+                            fmt::format("at least {} fitted sizes (files not marked role=check); got {}", names.size(),
+                                        fitted.size()));
+  }
+  auto measured_of = [](const std::vector<CollectiveSample>& set) {
+    std::vector<double> m;
+    for (const auto& c : set) m.push_back(c.seconds);
+    return m;
+  };
+  auto predict = [&](const std::vector<CollectiveSample>& set, const std::vector<double>& x) {
+    scenario::Scenario s = machine;
+    for (std::size_t k = 0; k < names.size(); ++k) find_model_parameter(s, names[k])->set(s, x[k]);
+    std::vector<std::optional<double>> out;
+    out.reserve(set.size());
+    for (const auto& c : set) {
+      core::ClusterSpec cluster = s.cluster;
+      if (c.protocols) cluster.library.protocols = *c.protocols;
+      const auto shape = topology::strided_group_shape(cluster, c.ranks, 1);
+      out.push_back(
+          engine::estimate_collective(cluster, shape, c.op, core::Bytes(c.bytes), c.algorithm).time.value());
+    }
+    return out;
+  };
+  fit_log_ratio(f, [&](const std::vector<double>& x) { return predict(fitted, x); }, measured_of(fitted));
+  if (!held_out.empty()) {
+    f.check_before = error_stats(predict(held_out, f.initial), measured_of(held_out));
+    f.check_after = error_stats(predict(held_out, f.fit.values), measured_of(held_out));
+  }
   return f;
 }
 

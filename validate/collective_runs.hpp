@@ -5,8 +5,12 @@
 // layout of vTrain's all-reduce tables). fit_collectives() fits the named network parameters so that the
 // model's own collective cost (engine/collective_cost.hpp, with the algorithm `auto` picks) matches the
 // measured times.
+#include <array>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "sim/core/plan_spec.hpp"
 
 #include "sim/graph/task_graph.hpp"
 #include "validate/run_fit.hpp"
@@ -19,6 +23,10 @@ struct CollectiveSample {
   double bytes = 0.0;    ///< the size column: shardsim's payload convention (all-gather: the full output)
   double seconds = 0.0;  ///< out-of-place time
   std::string where;     ///< file:line
+  /// what the run forced (NCCL_ALGO, NCCL_PROTO), from the file's `# shardsim:` line; auto / the machine's
+  core::CollectiveAlgorithm algorithm = core::CollectiveAlgorithm::kAuto;
+  std::optional<std::array<bool, 3>> protocols;
+  bool check = false;  ///< held out: reported, not fitted (a file marked role=check)
 };
 
 /** @brief Reads one benchmark output. `ranks` > 0 overrides (and, for CSV, supplies) the rank count. Throws
@@ -29,8 +37,9 @@ std::vector<CollectiveSample> load_collective_samples(const std::string& path, g
  *  alltoall, sendrecv. Throws core::ConfigError listing them. */
 graph::CollectiveOp parse_collective_op(const std::string& name);
 
-/** @brief Fits `names` (network parameters of `machine`'s cluster) to the samples, each group laid on consecutive
- *  ranks from rank 0. Reported like fit_runs: the errors before and after (no held-out samples). */
+/** @brief Fits `names` (network parameters of `machine`'s cluster) to the samples not marked `check`, each group
+ *  laid on consecutive ranks from rank 0, with what each run forced. Reported like fit_runs: the errors before and
+ *  after on the fitted samples and on the held-out ones. */
 RunFit fit_collectives(const std::vector<CollectiveSample>& samples, const scenario::Scenario& machine,
                        const std::vector<std::string>& names);
 

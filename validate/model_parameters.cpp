@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "sim/core/errors.hpp"
+#include "sim/engine/collective_library.hpp"
 
 namespace shardsim::validate {
 namespace {
@@ -48,6 +49,14 @@ struct Kind {
 };
 
 std::string library_source(const Scenario& s, const std::string&) { return s.cluster.library.source; }
+template <int P>
+double net_step(const Scenario& s, const std::string&) {
+  return engine::network_step_s(s.cluster.library, static_cast<engine::Protocol>(P));
+}
+template <int P>
+void set_net_step(Scenario& s, const std::string&, double v) {
+  s.cluster.library.net_step_s[P] = v;
+}
 std::string megatron_source(const Scenario&, const std::string&) {
   return "fitted on vtrain-single (Megatron-DeepSpeed on DGX A100 hosts)";
 }
@@ -78,8 +87,8 @@ void set_host_value(Scenario& s, const std::string&, double v) {
 constexpr double kMinScale = core::CollectiveLibrarySpec::kMinLatencyScale;
 constexpr double kMaxScale = core::CollectiveLibrarySpec::kMaxLatencyScale;
 
-const std::array<Kind, 24>& kinds() {
-  static const std::array<Kind, 24> kKinds = {{
+const std::array<Kind, 27>& kinds() {
+  static const std::array<Kind, 27> kKinds = {{
       {"device.gemm_efficiency", "", true, false, 0.2, 0.95, efficiency_source,
        [](const Scenario& s, const std::string&) { return s.cluster.device.gemm_efficiency; },
        [](Scenario& s, const std::string&, double v) { s.cluster.device.gemm_efficiency = v; }},
@@ -155,6 +164,12 @@ const std::array<Kind, 24>& kinds() {
       {"collectives.net_latency_scale", "x", true, false, kMinScale, kMaxScale, library_source,
        [](const Scenario& s, const std::string&) { return s.cluster.library.net_latency_scale; },
        [](Scenario& s, const std::string&, double v) { s.cluster.library.net_latency_scale = v; }},
+      // One network step per protocol as the machine's transport takes it (NCCL's table: 2.7 / 4 / 14 us for a
+      // ring; through libfabric's OFI plugin on Slingshot, tens of microseconds): from an RDMA write to a proxy
+      // that waits on a congested fabric.
+      {"collectives.net_step.LL", "s", true, false, 0.5e-6, 500e-6, library_source, net_step<0>, set_net_step<0>},
+      {"collectives.net_step.LL128", "s", true, false, 0.5e-6, 500e-6, library_source, net_step<1>, set_net_step<1>},
+      {"collectives.net_step.Simple", "s", true, false, 0.5e-6, 500e-6, library_source, net_step<2>, set_net_step<2>},
       {"device.runtime_reserved", "B", false, false, 0.0, 4.0 * core::kGiB,
        [](const Scenario&, const std::string&) { return std::string("[guess] runtime context and communicator buffers"); },
        [](const Scenario& s, const std::string&) { return s.cluster.device.runtime_reserved.value(); },

@@ -82,7 +82,10 @@ int calibrate_collectives(const po::variables_map& vm) {
       file = spec.substr(0, colon);
       ranks = std::stoi(spec.substr(colon + 1));
     }
-    auto more = validate::load_collective_samples(file, op, ranks);
+    // A file with a `# shardsim:` line says its collective, ranks, what it forced and its role itself.
+    auto more = ranks == 0 && validate::has_collective_tag(file)
+                    ? validate::tagged_samples(validate::load_collective_check(file))
+                    : validate::load_collective_samples(file, op, ranks);
     samples.insert(samples.end(), more.begin(), more.end());
   }
   const int most = std::max_element(samples.begin(), samples.end(), [](const auto& a, const auto& b) {
@@ -93,7 +96,9 @@ int calibrate_collectives(const po::variables_map& vm) {
   if (vm.count("output")) {
     report::write_file_atomic(vm["output"].as<std::string>(), validate::write_calibration(validate::run_fit_calibration(fit)));
   }
-  std::cout << fmt::format("{} samples of {} on {}\n", samples.size(), vm["op"].as<std::string>(), machine.cluster.name)
+  const auto held_out = std::count_if(samples.begin(), samples.end(), [](const auto& c) { return c.check; });
+  std::cout << fmt::format("{} samples on {} ({} fitted, {} held out: files marked role=check)\n", samples.size(),
+                           machine.cluster.name, samples.size() - static_cast<std::size_t>(held_out), held_out)
             << validate::render_run_fit(fit);
   return kOk;
 }

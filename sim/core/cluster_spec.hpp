@@ -187,9 +187,16 @@ struct CollectiveLibrarySpec {
   /// the GPU in NCCL, and a system model that enables it in RCCL
   std::array<bool, 3> protocols{true, true, true};
   /// measured latency over the library's own table, on the base latency and the hops inside a node, and on the
-  /// network hops (1: the table as the library's source has it)
+  /// network hops (1: the table as the library's source has it). They price the call; the library still picks
+  /// its algorithm and protocol by its own table, as it does.
   double latency_scale = 1.0;
   double net_latency_scale = 1.0;
+  /// measured time of one network step per protocol (LL, LL128, Simple), seconds, in place of the table's network
+  /// hop x net_latency_scale; negative: not measured. A network step is the library's transport over the NIC (its
+  /// proxy thread, the network plugin, the fabric) carrying one step's slice: where the transport is not the one
+  /// the table was tuned on (libfabric's OFI plugin on Slingshot), it is what sets the latency of a ring across
+  /// many nodes.
+  std::array<double, 3> net_step_s{-1.0, -1.0, -1.0};
   /// the range a latency scale may take (a scenario's, a calibration's)
   static constexpr double kMinLatencyScale = 0.25;
   static constexpr double kMaxLatencyScale = 10.0;

@@ -89,6 +89,14 @@ int log2i(double n) {
 
 std::string_view protocol_name(Protocol p) { return core::protocol_name(static_cast<std::size_t>(p)); }
 
+double network_step_s(const CollectiveLibrarySpec& lib, Protocol p) {
+  SHARDSIM_ASSERT(lib.family != CollectiveLibrarySpec::Family::kAlphaBeta, "not a tuned library");
+  const auto pi = static_cast<std::size_t>(p);
+  if (lib.net_step_s[pi] >= 0.0) return lib.net_step_s[pi];
+  const Tables& t = lib.family == CollectiveLibrarySpec::Family::kRccl ? kRccl : kNccl218;
+  return t.hop_us[kNet][kRing][pi] * lib.net_latency_scale * 1e-6;
+}
+
 LibraryChoice choose_library_call(const CollectiveLibrarySpec& lib, const LibraryCall& call,
                                   CollectiveAlgorithm algorithm) {
   const bool rccl = lib.family == CollectiveLibrarySpec::Family::kRccl;
@@ -113,8 +121,12 @@ LibraryChoice choose_library_call(const CollectiveLibrarySpec& lib, const Librar
   const int log_size = log2i(call.bytes / 64.0);
   const double net_overhead_us = nodes > 1 ? (lib.amd_host ? 2.0 : 1.0) : 0.0;
 
+  // The library picks by its own tables (NCCL_ALGO / NCCL_PROTO aside, what its tuning model predicts); the call
+  // then costs what the machine's hops really take: the measured scales on the base and the hops inside a node,
+  // and on the network hops each protocol's measured step where one is given (lib.net_step_s), else the
+  // table's scaled.
   LibraryChoice best;
-  best.time_s = std::numeric_limits<double>::infinity();
+  double best_predicted = std::numeric_limits<double>::infinity();
   for (int a : {kTree, kRing}) {
     if (a == kTree && (!all_reduce || algorithm == CollectiveAlgorithm::kRing)) continue;
     if (a == kRing && algorithm == CollectiveAlgorithm::kTree && all_reduce) continue;
@@ -146,32 +158,39 @@ LibraryChoice choose_library_call(const CollectiveLibrarySpec& lib, const Librar
       double intra = t.hop_us[static_cast<std::size_t>(intra_hw)][ai][pi];
       const double inter = t.hop_us[kNet][ai][pi];
       double base_and_intra = t.base_us[ai][pi];
-      double net = 0.0;
+      double net_hops = 0.0;
       if (a == kRing) {
         intra = std::max(intra, p == 2 ? 3.0 * net_overhead_us : net_overhead_us);
         base_and_intra += (steps - net_steps) * intra;
-        net = net_steps * inter;
+        net_hops = net_steps;
       } else {
         base_and_intra += 2.0 * (ppn - 1) * intra;
-        net = 2.0 * log2i(nodes) * inter;
+        net_hops = 2.0 * log2i(nodes);
       }
-      double lat_us = base_and_intra * lib.latency_scale + net * lib.net_latency_scale;
+      // A measured network step is the transport's, whatever the algorithm; the tables' differ per algorithm.
+      const double measured_net_us = lib.net_step_s[pi] >= 0.0 ? lib.net_step_s[pi] * 1e6 : inter * lib.net_latency_scale;
+      double table_us = base_and_intra + net_hops * inter;
+      double lat_us = base_and_intra * lib.latency_scale + net_hops * measured_net_us;
       if (!rccl && a == kRing && p == 2 && nodes > 1 && all_reduce && call.bytes / (kAssumedChannels * n) >= 64.0) {
-        lat_us *= gen == 0 ? 1.9 : 1.4;  // NCCL: the "plateau effect of ring"
+        const double plateau = gen == 0 ? 1.9 : 1.4;  // NCCL: the "plateau effect of ring"
+        table_us *= plateau;
+        lat_us *= plateau;
       }
       // Algorithm bandwidth: a ring moves nBytes x steps / ranks over each edge, a tree twice nBytes.
       const double ratio = a == kRing ? static_cast<double>(n) / steps : 0.5;
-      const double time_s = lat_us * 1e-6 + call.bytes / (bw * ratio * 1e9);
-      if (time_s < best.time_s) {
+      const double bandwidth_s = call.bytes / (bw * ratio * 1e9);
+      const double predicted_s = table_us * 1e-6 + bandwidth_s;
+      if (predicted_s < best_predicted) {
+        best_predicted = predicted_s;
         best.algorithm = a == kRing ? CollectiveAlgorithm::kRing : CollectiveAlgorithm::kTree;
         best.protocol = static_cast<Protocol>(p);
         best.latency_s = lat_us * 1e-6;
         best.bandwidth_factor = bw / bus;
-        best.time_s = time_s;
+        best.time_s = lat_us * 1e-6 + bandwidth_s;
       }
     }
   }
-  SHARDSIM_ASSERT(best.time_s < std::numeric_limits<double>::infinity(), "no protocol enabled");
+  SHARDSIM_ASSERT(best_predicted < std::numeric_limits<double>::infinity(), "no protocol enabled");
   return best;
 }
 

@@ -8,7 +8,9 @@
 //    version PyTorch 2.1 ships: per algorithm (ring; tree for all-reduce) and protocol (LL, LL128, Simple) a
 //    latency  base + (steps - network steps) x intra-node hop + network steps x network hop, and a bandwidth
 //    busBw x protocol factor (LL: a quarter of it, capped by llMaxBw; LL128: 0.92; tree: 0.92 and half the
-//    algorithm bandwidth); a call takes the pair with the least  latency + bytes / bandwidth.
+//    algorithm bandwidth); a call takes the pair with the least  latency + bytes / bandwidth  by those tables.
+//    The pair chosen then costs what the machine's hops take (CollectiveLibrarySpec: measured scales, measured
+//    network steps per protocol): the library's choice is made on its tables, not on the machine's truth.
 //  - RCCL (ROCm/rccl@0cbce2a7: src/graph/tuning.cc, tuning model 0, the one a system without its own model gets):
 //    its own latency tables, bandwidth ratios per algorithm and protocol, and size-dependent correction factors.
 // busBw, the library's Simple-protocol bus bandwidth, is what the machine's network levels give a ring
@@ -39,7 +41,7 @@ struct LibraryCall {
 struct LibraryChoice {
   core::CollectiveAlgorithm algorithm = core::CollectiveAlgorithm::kRing;  ///< kRing or kTree
   Protocol protocol = Protocol::kSimple;
-  double latency_s = 0.0;
+  double latency_s = 0.0;  ///< the latency the call costs (the measured hops), not the table's
   /// the protocol's bandwidth over the Simple ring's bus bandwidth: the bandwidth term is the ring's bytes per
   /// edge / (bus_Bps x bandwidth_factor) for rings, and bytes x 2 / (bus_Bps x bandwidth_factor) for trees
   double bandwidth_factor = 1.0;
@@ -51,5 +53,10 @@ struct LibraryChoice {
  *  call.op is an all-reduce, all-gather or reduce-scatter; bus_Bps > 0. */
 LibraryChoice choose_library_call(const core::CollectiveLibrarySpec& library, const LibraryCall& call,
                                   core::CollectiveAlgorithm algorithm = core::CollectiveAlgorithm::kAuto);
+
+/** @brief What one network step of a ring costs under protocol `p`: the measured step where `library` has one
+ *  (CollectiveLibrarySpec::net_step_s), else the library's table x its network latency scale (seconds).
+ *  Precondition: family is NCCL or RCCL. */
+double network_step_s(const core::CollectiveLibrarySpec& library, Protocol p);
 
 }  // namespace shardsim::engine

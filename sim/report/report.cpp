@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "sim/core/dtype.hpp"
+#include "sim/engine/collective_library.hpp"
 #include "strategies/lowering_common.hpp"
 #include "strategies/memory_model.hpp"
 
@@ -18,6 +19,16 @@ namespace {
 
 using engine::kPhases;
 using engine::kPurposes;
+
+// What one network step costs per protocol, measured or the library's table (null under alpha-beta).
+nlohmann::json net_steps(const core::CollectiveLibrarySpec& l) {
+  if (l.family == core::CollectiveLibrarySpec::Family::kAlphaBeta) return nullptr;
+  nlohmann::json j = nlohmann::json::object();
+  for (std::size_t p = 0; p < 3; ++p) {
+    j[std::string(core::protocol_name(p))] = engine::network_step_s(l, static_cast<engine::Protocol>(p));
+  }
+  return j;
+}
 
 std::vector<std::string> protocol_list(const core::CollectiveLibrarySpec& l) {
   std::vector<std::string> out;
@@ -86,8 +97,16 @@ std::string render_table(const scenario::Scenario& s, const scenario::Evaluation
   if (lib.family == core::CollectiveLibrarySpec::Family::kAlphaBeta) {
     o += fmt::format("library   alpha-beta over the network levels ({})\n", lib.source);
   } else {
-    o += fmt::format("library   {}: its tuning model, latency x{:.3g} (network hops x{:.3g}) ({})\n",
-                     core::library_name(lib.family), lib.latency_scale, lib.net_latency_scale, lib.source);
+    std::string net = fmt::format("network hops x{:.3g}", lib.net_latency_scale);
+    if (lib.net_step_s[0] >= 0.0 || lib.net_step_s[1] >= 0.0 || lib.net_step_s[2] >= 0.0) {
+      net = "network steps";
+      for (std::size_t p = 0; p < 3; ++p) {
+        net += fmt::format(" {} {:.3g} us", core::protocol_name(p),
+                           engine::network_step_s(lib, static_cast<engine::Protocol>(p)) * 1e6);
+      }
+    }
+    o += fmt::format("library   {}: picks by its tuning model; latency x{:.3g} ({}) ({})\n",
+                     core::library_name(lib.family), lib.latency_scale, net, lib.source);
   }
   const strategies::BlockHostTimes blocks = strategies::block_host_times(c.host, s.plan);
   o += fmt::format("host      eager blocks {:.3g} / {:.3g} ms (forward / backward){}, {}\n",
@@ -316,6 +335,7 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
                    {{"library", core::library_name(c.library.family)},
                     {"latency_scale", c.library.latency_scale},
                     {"net_latency_scale", c.library.net_latency_scale},
+                    {"net_step_s", net_steps(c.library)},
                     {"protocols", protocol_list(c.library)},
                     {"amd_host", c.library.amd_host},
                     {"source", c.library.source}}}};

@@ -59,7 +59,7 @@ TEST(Validate, EveryShippedSetRunsAndNoRowThatRanIsRefused) {
   }
   EXPECT_EQ(refused, static_cast<int>(known_refused.size()));
   // The collective benchmarks come with the whole suite: every file, its rows, a summary of those rows.
-  ASSERT_EQ(j["collective_checks"].size(), 7u);
+  ASSERT_EQ(j["collective_checks"].size(), 9u);
   for (const auto& c : j["collective_checks"]) {
     ASSERT_GT(c["rows"].size(), 0u) << c["file"];
     double worst = 0.0;
@@ -287,7 +287,7 @@ TEST(Calibrate, CollectivesFitANetworkLevelFromTheCommandLine) {
   const std::string files = "validate/data/vtrain/allreduce/a100_4gpu.csv:4 validate/data/vtrain/allreduce/a100_8gpu.csv:8";
   const Outcome r = run("calibrate --collectives " + files + " --cluster dgx-a100 --fit network.nvswitch.latency");
   ASSERT_EQ(r.code, 0) << r.out;
-  EXPECT_NE(r.out.find("2048 samples of all_reduce on dgx-a100"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("2048 samples on dgx-a100 (2048 fitted, 0 held out"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("network.nvswitch.latency"), std::string::npos) << r.out;
   EXPECT_EQ(run("calibrate --collectives " + files + " --fit network.nvswitch.latency").code, 2);  // no --cluster
   EXPECT_EQ(run("calibrate --collectives " + files + " --cluster dgx-a100 --op allreduce --fit network.nvswitch.latency").code, 2);

@@ -246,6 +246,34 @@ TEST(CollectiveLibrary, LatencyGrowsWithRanksAndScalesApplyToTheirHops) {
   EXPECT_NEAR(net.latency_s - one.latency_s, 2.0 * 14e-6, 1e-12);
 }
 
+// The library picks by its own table; measured scales and network steps only price the pick. A ring all-gather
+// over 128 nodes at 8 MB goes LL128 by NCCL's table: it still does when that protocol's network step is measured
+// ten times slower than the table's (as on Slingshot through the OFI plugin), and then costs what was measured.
+TEST(CollectiveLibrary, TheLibraryPicksByItsTableAndTheMeasuredStepsPriceThePick) {
+  auto lib = nccl();
+  const auto c = call(graph::CollectiveOp::kAllGather, 512, 128, 8e6, 40.0);
+  const auto table = choose_library_call(lib, c);
+  ASSERT_EQ(table.protocol, Protocol::kLL128);
+  EXPECT_NEAR(network_step_s(lib, Protocol::kLL128), 4.0e-6, 1e-15);
+  lib.net_step_s[1] = 50e-6;
+  const auto slow = choose_library_call(lib, c);
+  EXPECT_EQ(slow.protocol, Protocol::kLL128);
+  EXPECT_NEAR(slow.latency_s - table.latency_s, 127 * (50e-6 - 4.0e-6), 1e-12);
+  EXPECT_NEAR(slow.time_s - table.time_s, 127 * (50e-6 - 4.0e-6), 1e-12);
+  EXPECT_DOUBLE_EQ(network_step_s(lib, Protocol::kLL128), 50e-6);
+  // A latency scale prices the hops inside the node too, and leaves the pick alone.
+  lib.latency_scale = 5.0;
+  EXPECT_EQ(choose_library_call(lib, c).protocol, Protocol::kLL128);
+  // A measured step replaces the table's on a tree's network hops too.
+  auto tree_lib = nccl();
+  const auto ar = call(graph::CollectiveOp::kAllReduce, 64, 8, 1 << 16, 100.0);
+  const auto t0 = choose_library_call(tree_lib, ar, core::CollectiveAlgorithm::kTree);
+  tree_lib.net_step_s[static_cast<std::size_t>(t0.protocol)] = 100e-6;
+  const auto t1 = choose_library_call(tree_lib, ar, core::CollectiveAlgorithm::kTree);
+  EXPECT_EQ(t1.protocol, t0.protocol);
+  EXPECT_GT(t1.latency_s, t0.latency_s + 2 * 3 * 80e-6);
+}
+
 // RCCL's default model: its own tables (Simple base 17 us; ring Simple over xGMI 3.6 us a hop, network 15.1 us).
 TEST(CollectiveLibrary, RcclFollowsItsOwnTables) {
   CollectiveLibrarySpec lib;

@@ -581,6 +581,15 @@ TEST(Scenario, CollectiveLibraryKeysChangeThePresetsLibrary) {
                {6, 36, "cluster.collective_library.protocols[0]", "LL128"});
   expect_error(replace(kGood, "  nodes: 2", "  nodes: 2\n  collective_library: {protocol: [LL]}"),
                {6, 24, "cluster.collective_library.protocol", "did you mean 'protocols'"});
+  // Measured network steps per protocol, any subset; the others stay the table's.
+  const auto steps = parse_scenarios(
+      replace(kGood, "  nodes: 2", "  nodes: 2\n  collective_library: {net_step_latency: {LL: 11us, Simple: 0.06ms}}"),
+      "s.yaml")[0];
+  EXPECT_EQ(steps.cluster.library.net_step_s, (std::array<double, 3>{11e-6, -1.0, 60e-6}));
+  expect_error(replace(kGood, "  nodes: 2", "  nodes: 2\n  collective_library: {net_step_latency: {LL: 0us}}"),
+               {6, 47, "cluster.collective_library.net_step_latency.LL", "above 0 to 1 ms"});
+  expect_error(replace(kGood, "  nodes: 2", "  nodes: 2\n  collective_library: {net_step_latency: {LL129: 1us}}"),
+               {6, 43, "cluster.collective_library.net_step_latency.LL129", "LL128"});
 }
 
 }  // namespace

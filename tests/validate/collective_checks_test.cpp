@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <stdexcept>
 #include <fstream>
 
 #include "sim/core/errors.hpp"
@@ -25,8 +26,14 @@ std::string write_temp(const std::string& name, const std::string& text) {
 
 TEST(CollectiveChecks, ShippedBenchmarksNameTheirMachineAndForcedSettings) {
   const auto checks = load_collective_checks(data_dir());
-  ASSERT_EQ(checks.size(), 7u);
-  const auto& big = checks[0];  // name order: h100_128x8... first
+  ASSERT_EQ(checks.size(), 9u);
+  auto named = [&](const std::string& file) -> const CollectiveCheck& {
+    for (const auto& c : checks) {
+      if (fs::path(c.path).filename() == file) return c;
+    }
+    throw std::runtime_error("no " + file);
+  };
+  const auto& big = named("h100_128x8_all_reduce_ring_ll128.txt");
   EXPECT_EQ(big.cluster, "dgx-h100");
   EXPECT_EQ(big.ranks, 1024);
   EXPECT_EQ(big.algorithm, core::CollectiveAlgorithm::kRing);
@@ -46,16 +53,20 @@ TEST(CollectiveChecks, ShippedBenchmarksNameTheirMachineAndForcedSettings) {
     EXPECT_DOUBLE_EQ(rows[i].predicted_s, e.time.value());
     EXPECT_DOUBLE_EQ(rows[i].measured_s, big.samples[i].seconds);
   }
-  EXPECT_EQ(checks[1].samples.size(), 14u);
-  EXPECT_FALSE(checks[1].protocols_forced);
+  EXPECT_EQ(named("h100_2x8_all_reduce_ring.txt").samples.size(), 14u);
+  EXPECT_FALSE(named("h100_2x8_all_reduce_ring.txt").protocols_forced);
   // ALCF's Polaris runs, 8 to 512 ranks of one Slingshot network: ring all-gathers whose small-message time grows
   // with the ranks (a ring's latency is linear in them), measured and predicted alike.
-  const auto& p512 = checks[2];
+  const auto& p512 = named("polaris_128x4_all_gather.txt");
+  const auto& p32 = named("polaris_8x4_all_gather.txt");
+  // The 8-node files are what Polaris's network steps were fitted to; the others are held out.
+  EXPECT_EQ(p32.role, "fit");
+  EXPECT_EQ(p512.role, "check");
   EXPECT_EQ(p512.cluster, "polaris");
   EXPECT_EQ(p512.ranks, 512);
-  EXPECT_EQ(checks[5].ranks, 32);
+  EXPECT_EQ(p32.ranks, 32);
   const auto r512 = predict_collective_check(p512);
-  const auto r32 = predict_collective_check(checks[5]);
+  const auto r32 = predict_collective_check(p32);
   ASSERT_FALSE(r512.empty());
   ASSERT_FALSE(r32.empty());
   EXPECT_EQ(r512[0].bytes, r32[0].bytes);  // 64 KiB, the smallest size kept

@@ -2,6 +2,7 @@
 // the redop/root columns) and vTrain's CSV; and the DGX A100 preset's NVSwitch level is what a fit to vTrain's
 // measured all-reduce gives (refit here, so a change to the collective model that moves it is seen).
 #include "validate/collective_runs.hpp"
+#include "validate/collective_checks.hpp"
 
 #include <gtest/gtest.h>
 
@@ -57,6 +58,18 @@ TEST(CollectiveRuns, ReadsNcclTestsOutput) {
   for (const auto& f : {p, old, bad, csv}) fs::remove(f);
 }
 
+// nccl-tests' older table prints a redop and no root column: its header says where the time is.
+TEST(CollectiveRuns, ReadsTheOlderTableByItsHeader) {
+  const auto c = load_collective_check(std::string(SHARDSIM_SOURCE_DIR) +
+                                       "/validate/data/collectives/abci_8x8_all_reduce.txt");
+  ASSERT_EQ(c.samples.size(), 24u);
+  EXPECT_DOUBLE_EQ(c.samples[0].bytes, 4.0);
+  EXPECT_NEAR(c.samples[0].seconds, 57.3e-6, 0.06e-6);
+  EXPECT_DOUBLE_EQ(c.samples.back().bytes, 33554432.0);
+  EXPECT_EQ(c.role, "check");
+  EXPECT_EQ(c.ranks, 64);
+}
+
 TEST(CollectiveRuns, TheDgxA100NvswitchLevelIsTheFitToVtrainsMeasuredAllReduce) {
   std::vector<CollectiveSample> samples;
   for (int n = 2; n <= 8; ++n) {
@@ -78,6 +91,38 @@ TEST(CollectiveRuns, TheDgxA100NvswitchLevelIsTheFitToVtrainsMeasuredAllReduce) 
   EXPECT_NEAR(f.fit.values[0] / fitted_scale, 1.0, 0.005) << "refit the preset: latency scale " << f.fit.values[0];
   EXPECT_NEAR(f.fit.values[1] / fitted_bw, 1.0, 0.005) << "refit the preset: bandwidth " << f.fit.values[1];
   EXPECT_LT(f.fit_after.mean_abs, f.fit_before.mean_abs);
+}
+
+// Polaris's network steps through the OFI plugin and NCCL's share of its NICs are the fit to ALCF's nccl-tests on
+// 8 nodes (the files marked role=fit), from NCCL's own table and the NICs' 25 GB/s; the 2- and 128-node runs are
+// held out and come out better too.
+TEST(CollectiveRuns, ThePolarisSlingshotStepsAreTheFitToAlcfsNcclTests) {
+  std::vector<CollectiveSample> samples;
+  const auto checks = load_collective_checks(std::string(SHARDSIM_SOURCE_DIR) + "/validate/data/collectives");
+  for (const auto& c : checks) {
+    if (c.cluster != "polaris") continue;
+    auto more = tagged_samples(c);
+    samples.insert(samples.end(), more.begin(), more.end());
+  }
+  ASSERT_EQ(samples.size(), 75u);
+  ASSERT_EQ(std::count_if(samples.begin(), samples.end(), [](const auto& c) { return !c.check; }), 30);
+  scenario::Scenario machine;
+  machine.cluster = *topology::find_cluster_preset("polaris");
+  machine.cluster.nodes = 128;
+  auto& nic = machine.cluster.levels[1];
+  const double fitted_bw = nic.link_bandwidth.value();
+  const auto fitted_steps = machine.cluster.library.net_step_s;
+  nic.link_bandwidth = core::BytesPerSec(25e9);
+  machine.cluster.library.net_step_s = {-1.0, -1.0, -1.0};
+  const auto f = fit_collectives(samples, machine,
+                                 {"collectives.net_step.LL", "collectives.net_step.LL128", "network.slingshot.bandwidth"});
+  EXPECT_TRUE(f.fit.converged) << f.fit.message;
+  EXPECT_NEAR(f.fit.values[0] / fitted_steps[0], 1.0, 0.005) << "refit the preset: LL step " << f.fit.values[0];
+  EXPECT_NEAR(f.fit.values[1] / fitted_steps[1], 1.0, 0.005) << "refit the preset: LL128 step " << f.fit.values[1];
+  EXPECT_NEAR(f.fit.values[2] / fitted_bw, 1.0, 0.005) << "refit the preset: bandwidth " << f.fit.values[2];
+  EXPECT_LT(fitted_steps[2], 0.0);  // Simple: NCCL's table
+  EXPECT_LT(f.fit_after.mean_abs, 0.5 * f.fit_before.mean_abs);
+  EXPECT_LT(f.check_after.mean_abs, 0.6 * f.check_before.mean_abs);
 }
 
 }  // namespace

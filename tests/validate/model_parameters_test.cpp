@@ -48,7 +48,8 @@ TEST(ModelParameters, FrontierNamesEveryLevelWithItsSource) {
       "device.gemm_efficiency",   "device.memory_efficiency", "device.attention_efficiency", "device.attention_backward_efficiency", "device.comm_compute_slowdown", "device.kernel_overhead", "host.fetch_hook", "host.tensor_hook", "host.module_hook", "host.block_forward", "host.block_backward", "host.megatron_block_forward", "host.megatron_block_backward", "host.rank_slice", "host.memory_efficiency", "host.pageable_d2h", "host.pageable_h2d", "host.link_bandwidth",
       "network.gcd-pair.bandwidth", "network.node.bandwidth",   "network.slingshot.bandwidth",
       "network.gcd-pair.latency", "network.node.latency",     "network.slingshot.latency",
-      "collectives.latency_scale", "collectives.net_latency_scale",
+      "collectives.latency_scale", "collectives.net_latency_scale", "collectives.net_step.LL",
+      "collectives.net_step.LL128", "collectives.net_step.Simple",
       "device.runtime_reserved",  "plan.workspace"};
   EXPECT_EQ(names, expected);
   // RCCL prices Frontier's collectives: its latency scales are parameters; under alpha-beta (Lassen) they are not.
