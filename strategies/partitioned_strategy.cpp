@@ -227,6 +227,13 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
 
   // The reduction chain of one gradient bucket of `bytes` (fp16/bf16) holding `tensors` parameter tensors, in
   // micro-batch `micro`.
+  // DeepSpeed ZeRO-3 keeps at most two bucket reductions and two parameter fetches in flight past the host: before
+  // it reduces a bucket, and before it waits on a submodule's parameters, its host thread synchronises with the
+  // event of the third-last one (deepspeed@v0.14.4 runtime/zero/stage3.py __reduce_and_partition_ipg_grads:
+  // max_param_reduce_events = 2; partitioned_param_coordinator.py fetch_sub_module: __max_ongoing_fetch_events
+  // = 2). Where the collectives are slow the host, and so every later launch and fetch it issues, waits for them.
+  constexpr std::size_t kDeepSpeedInFlight = 2;
+  std::vector<TaskId> reduce_ends;
   auto emit_reduction = [&](double bytes, int tensors, TaskId producer, int unit, int micro) {
     const bool boundary = micro == micros - 1;
     const double elements = bytes / gb;
@@ -251,6 +258,9 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
           layout_s > 0.0 ? std::optional(g.add_host_work(role, Purpose::kFramework, Phase::kBackward,
                                                          core::Seconds(layout_s), unit, micro))
                          : std::nullopt;
+      if (sliced && reduce_ends.size() > kDeepSpeedInFlight) {
+        g.add_dep(*sliced, reduce_ends[reduce_ends.size() - 1 - kDeepSpeedInFlight]);
+      }
       kernel(2.0 * bytes);
       if (sliced) g.add_dep(last, *sliced);
     }
@@ -311,8 +321,12 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
         copy(Stream::kDeviceToHost, share * 4.0);
       }
     }
-    if (first) return producer;  // nothing to communicate (a single rank)
+    if (first) {
+      reduce_ends.push_back(producer);
+      return producer;  // nothing to communicate (a single rank)
+    }
     g.add_mem(last, true, MemKind::kGradBuffer, core::Bytes(-bytes));
+    reduce_ends.push_back(last);
     return last;
   };
   GradBuckets buckets(bucket_bytes, overlap, emit_reduction);
@@ -325,14 +339,33 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
     add_tensor_parallel(g, role, tp_group, costs, plan, unit, micro, count);
   };
 
+  // The fetch side of that bound: a unit's hooks wait for the fetch three before its first, walking back through
+  // the units this pass ran before it (`later` = -1 in backward); a unit's fetches end together here, so the wait
+  // is on the whole unit that holds that fetch.
+  const bool ds_fetch_sync = ds_stage3 && hooked && gather;
+  std::vector<std::optional<TaskId>> fwd_ready(static_cast<std::size_t>(units)), bwd_ready(static_cast<std::size_t>(units));
+  auto fetch_sync = [&](std::optional<TaskId> h, const std::vector<std::optional<TaskId>>& ready, int u, int later) {
+    if (!ds_fetch_sync || !h) return;
+    std::size_t back = 0;
+    for (int v = u - later; v >= 0 && v < units; v -= later) {
+      back += static_cast<std::size_t>(gathers(costs.units[static_cast<std::size_t>(v)]));
+      if (back > kDeepSpeedInFlight) {
+        if (const auto r = ready[static_cast<std::size_t>(v)]) g.add_dep(*h, *r);
+        return;
+      }
+    }
+  };
+
   for (int mb = 0; mb < micros; ++mb) {
     for (int u = 0; u < units; ++u) {
       const UnitCost& c = costs.units[static_cast<std::size_t>(u)];
       const auto h = fwd_host[static_cast<std::size_t>(u)] = host_work(c, Phase::kForward, u, mb);
+      fetch_sync(h, fwd_ready, u, 1);
       TaskId ready = 0;
       if (hooked) {
         ready = gather_params(c.params, gathers(c), p_group, sh.params, quant.weights, Purpose::kParamGatherFwd, u, mb,
                               u - ahead - 1, fwd_compute, fwd_host[static_cast<std::size_t>(std::max(0, u - ahead))]);
+        fwd_ready[static_cast<std::size_t>(u)] = ready;
       }
       const TaskId f = g.add_compute(role, Phase::kForward, u, mb, c.fwd_flops, c.fwd_mem, c.fwd_time);
       if (h) g.add_dep(f, *h);
@@ -352,6 +385,7 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
     for (int u = units - 1; u >= 0; --u) {
       const UnitCost& c = costs.units[static_cast<std::size_t>(u)];
       const auto h = bwd_host[static_cast<std::size_t>(u)] = host_work(c, Phase::kBackward, u, mb);
+      fetch_sync(h, bwd_ready, u, -1);
       TaskId ready = 0;
       if (hooked) {
         const int wait = u + ahead + 1 < units ? u + ahead + 1 : -1;
@@ -363,6 +397,7 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
                                     mb, wait, bwd_compute, issued_by)
                     : gather_params(c.params, gathers(c), p_group, sh.params, quant.weights, Purpose::kParamGatherBwd,
                                     u, mb, wait, bwd_compute, issued_by);
+        bwd_ready[static_cast<std::size_t>(u)] = ready;
       }
       TaskId wait_on = 0;
       const bool must_wait = reduce_now && buckets.must_wait(wait_on);

@@ -83,11 +83,12 @@ TEST(Validate, PaperClaims) {
   };
   const std::map<std::string, Expect> expect = {
       // AMSP v2 (arXiv 2311.00257): ZeRO-3 collapses from 47% to 4% MFU; AMSP 1.46-1.58x MiCS at 1,024 GPUs.
-      {"zero3-13b-8-to-1024", {false, 0.596}},
+      // 0.60x -> 0.45x and 1.35x -> 1.93x once DeepSpeed's host waits for the third-last reduction and fetch.
+      {"zero3-13b-8-to-1024", {false, 0.451}},
       {"amsp-over-mics-7b", {false, 0.983}},
       {"amsp-over-mics-13b", {false, 0.997}},
       {"amsp-over-mics-30b", {false, 0.953}},
-      {"amsp-over-zeropp-13b", {false, 1.347}},
+      {"amsp-over-zeropp-13b", {false, 1.930}},
       {"overlap-13b-m1", {true, 0}},
       {"overlap-30b-m1", {true, 0}},
       {"rank-7b-1024", {false, 0}},

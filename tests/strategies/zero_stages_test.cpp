@@ -237,6 +237,44 @@ TEST(ZeroStages, FrameworkHooksRunOnTheHostAheadOfTheComputeTheyIssue) {
   }
 }
 
+// DeepSpeed ZeRO-3's host thread keeps at most two bucket reductions and two fetches in flight: the host's work
+// for a bucket waits for the reduction three buckets back, and a unit's hooks for the unit holding the fetch
+// three fetches back (stage3.py max_param_reduce_events, the coordinator's __max_ongoing_fetch_events); with
+// collectives far slower than the host, the iteration is no shorter than the host's work plus that wait.
+TEST(ZeroStages, DeepSpeedKeepsTwoReductionsAndTwoFetchesInFlight) {
+  Lowered z3(3, 1, 8, 20e6);  // small buckets: several per backward
+  std::vector<TaskId> reduce_ends;  // each bucket's reduce-scatter, in order
+  int host_waits_on_reduce = 0, host_waits_on_fetch = 0;
+  for (TaskId id = 0; id < z3.g.size(); ++id) {
+    const auto& task = z3.g.tasks()[id];
+    if (task.kind == TaskKind::kCollective && task.purpose == Purpose::kGradReduce) reduce_ends.push_back(id);
+    if (task.purpose != Purpose::kFramework) continue;
+    for (TaskId d : z3.g.deps(id)) {
+      const auto& dep = z3.g.tasks()[d];
+      if (dep.purpose == Purpose::kGradReduce) {
+        ++host_waits_on_reduce;
+        // the bucket three back: two reductions were emitted after it
+        ASSERT_GE(reduce_ends.size(), 3u);
+        EXPECT_EQ(d, reduce_ends[reduce_ends.size() - 3]) << z3.g.label(id);
+      }
+      if (dep.purpose == Purpose::kParamGatherFwd || dep.purpose == Purpose::kParamGatherBwd) ++host_waits_on_fetch;
+    }
+  }
+  ASSERT_GE(reduce_ends.size(), 4u);
+  EXPECT_EQ(host_waits_on_reduce, static_cast<int>(reduce_ends.size()) - 3);  // all but the first three
+  // Units of 7 fetches: every unit after the first gathering one waits, in both passes.
+  EXPECT_GE(host_waits_on_fetch, 2 * 4);
+  // FSDP has no such bound.
+  Lowered fsdp(3, 1, 8, 20e6);
+  fsdp.plan.framework = core::Framework::kFsdp;
+  fsdp.g = graph::TaskGraph();
+  PartitionedStrategy().lower(LoweringInput{fsdp.model, fsdp.cluster, fsdp.plan, fsdp.costs}, fsdp.g);
+  for (TaskId id = 0; id < fsdp.g.size(); ++id) {
+    if (fsdp.g.tasks()[id].purpose != Purpose::kFramework) continue;
+    for (TaskId d : fsdp.g.deps(id)) EXPECT_EQ(fsdp.g.tasks()[d].kind, TaskKind::kHostCompute) << fsdp.g.label(id);
+  }
+}
+
 // DeepSpeed 0.14's ZeRO-3 slices each gradient once per rank of the group before a bucket's reduce-scatter
 // (reduce_scatter_coalesced), on the host: a cost that grows with the group, where FSDP's chunk_cat does not; and
 // tensors at or under its persistence threshold are never gathered (a threshold of 0 gathers the norms too).
