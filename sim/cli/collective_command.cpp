@@ -92,7 +92,8 @@ int cmd_collective(const std::vector<std::string>& args) {
                     {"algorithm", core::algorithm_name(e.algorithm)}, {"protocol", protocol}, {"latency_s", e.latency_s}});
   }
   if (vm.count("json")) {
-    const nlohmann::json j = {{"cluster", c.name},
+    nlohmann::json j = json_document<nlohmann::json>("collective");
+    j.update(nlohmann::json{{"cluster", c.name},
                               {"op", vm["op"].as<std::string>()},
                               {"ranks", ranks},
                               {"stride", stride},
@@ -100,7 +101,7 @@ int cmd_collective(const std::vector<std::string>& args) {
                               {"library", core::library_name(c.library.family)},
                               {"library_source", c.library.source},
                               {"algorithm", core::algorithm_name(algorithm)},
-                              {"rows", rows}};
+                              {"rows", rows}});
     report::write_file_atomic(vm["json"].as<std::string>(), j.dump(2) + "\n");
   }
   return kOk;

@@ -6,6 +6,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sim/engine/engine.hpp"
@@ -44,5 +45,19 @@ constexpr int kMaxThreads = 1024;
 int thread_count(const po::variables_map& vm, const char* option = "threads");
 /** @brief The engine named on the command line; UsageError unless analytical or simgrid. */
 engine::EngineKind engine_of(const std::string& name);
+
+/// The version of the JSON documents shardsim writes (run, search, validate, collective, a sweep's results.jsonl
+/// rows): raised when a key changes meaning or goes away, not when one is added.
+constexpr int kJsonSchemaVersion = 1;
+/** @brief The head every JSON document shardsim writes starts with: the schema version, the shardsim that wrote it
+ *  and the command; the command's own keys follow. */
+template <class Json>
+Json json_document(std::string_view command) {
+  Json j;
+  j["schema_version"] = kJsonSchemaVersion;
+  j["shardsim"] = SHARDSIM_VERSION;
+  j["command"] = std::string(command);
+  return j;
+}
 
 }  // namespace shardsim::cli

@@ -123,16 +123,12 @@ int cmd_run(const std::vector<std::string>& args) {
   }
   // Everything computed: now write outputs (JSON first, atomically, so a failure leaves nothing behind).
   if (vm.count("json")) {
-    nlohmann::ordered_json j;
-    if (scenarios.size() == 1) {
-      j = report::to_json(scenarios[0], evals[0]);
-      j["validation"] = validate::describe_validation(scenarios[0], bands);
-    } else {
-      j = nlohmann::ordered_json::array();
-      for (std::size_t i = 0; i < scenarios.size(); ++i) {
-        j.push_back(report::to_json(scenarios[i], evals[i]));
-        j.back()["validation"] = validate::describe_validation(scenarios[i], bands);
-      }
+    // One result per scenario or sweep variant, always in an array.
+    auto j = json_document<nlohmann::ordered_json>("run");
+    j["results"] = nlohmann::ordered_json::array();
+    for (std::size_t i = 0; i < scenarios.size(); ++i) {
+      j["results"].push_back(report::to_json(scenarios[i], evals[i]));
+      j["results"].back()["validation"] = validate::describe_validation(scenarios[i], bands);
     }
     report::write_file_atomic(vm["json"].as<std::string>(), j.dump(2) + "\n");
   }
@@ -225,7 +221,7 @@ int cmd_search(const std::vector<std::string>& args) {
   const auto result = search::search(base, search::default_space(base), top, thread_count(vm));
   const std::string rescored = vm.count("rescore") ? search::rescore_on_simgrid(result) : std::string();
   if (vm.count("json")) {
-    nlohmann::ordered_json j;
+    auto j = json_document<nlohmann::ordered_json>("search");
     j["scenario"] = base.name;
     j["plans"] = result.feasible + result.infeasible;
     j["feasible"] = result.feasible;

@@ -171,6 +171,7 @@ void write_results(const fs::path& dir, const std::map<std::size_t, Json>& rows)
   std::string jsonl;
   for (const auto& [point, row] : rows) {
     Json ordered;
+    ordered["schema_version"] = kJsonSchemaVersion;  // a sweep row's schema, as documented in the README
     for (std::size_t i = 0; i < cols.size(); ++i) {
       const Json v = row.contains(cols[i]) ? row[cols[i]] : Json();
       if (i) csv += ',';

@@ -224,7 +224,8 @@ int cmd_validate(const std::vector<std::string>& args) {
   const auto checks = whole_suite ? validate::load_collective_checks(dir + "/collectives")
                                   : std::vector<validate::CollectiveCheck>{};
   if (vm.count("json")) {
-    auto j = validate::validation_to_json(report);
+    auto j = json_document<nlohmann::json>("validate");
+    j.update(validate::validation_to_json(report));
     j["collective_checks"] = validate::collective_checks_to_json(checks);
     report::write_file_atomic(vm["json"].as<std::string>(), j.dump(2) + "\n");
   }

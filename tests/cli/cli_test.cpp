@@ -123,6 +123,40 @@ TEST(Cli, SameInputGivesByteIdenticalJson) {
   fs::remove_all(d);
 }
 
+// Every JSON document starts with the same head (schema version, shardsim's version, the command), and a run's
+// results are an array whether the scenario has a sweep or not.
+TEST(Cli, JsonDocumentsShareOneHeadAndRunResultsAreAlwaysAnArray) {
+  const fs::path d = temp_dir();
+  struct Case {
+    std::string command, args;
+  };
+  const Case cases[] = {
+      {"run", "run scenarios/frontier_gpt20b_zero3.yaml"},
+      {"run", "run scenarios/dgx_llama13b_offload.yaml"},
+      {"search", "search scenarios/search_llama13b_1024.yaml --top 2"},
+      {"validate", "validate megatron-selene"},
+      {"collective", "collective a800 --ranks 16 --min-size 1MB --max-size 2MB"},
+  };
+  const std::string version = run("--version").out;
+  std::vector<std::size_t> results;
+  for (const auto& c : cases) {
+    const fs::path out = d / (c.command + ".json");
+    const Outcome r = run(c.args + " --json '" + out.string() + "'");
+    ASSERT_EQ(r.code, 0) << c.args << "\n" << r.out;
+    const auto j = nlohmann::json::parse(read(out));
+    EXPECT_EQ(j["schema_version"], 1) << c.args;
+    EXPECT_EQ(j["command"], c.command) << c.args;
+    EXPECT_EQ("shardsim " + j["shardsim"].get<std::string>() + "\n", version) << c.args;
+    if (c.command == "run") {
+      ASSERT_TRUE(j["results"].is_array()) << c.args;
+      results.push_back(j["results"].size());
+      for (const auto& x : j["results"]) EXPECT_TRUE(x["performance"].contains("iteration_time_s"));
+    }
+  }
+  EXPECT_EQ(results, (std::vector<std::size_t>{1, 3}));
+  fs::remove_all(d);
+}
+
 TEST(Cli, BadInputExitsWithTwoAndWritesNothing) {
   const fs::path d = temp_dir();
   const fs::path bad = d / "bad.yaml";
@@ -197,6 +231,12 @@ TEST(Sweep, RowsAreTheSameWhateverTheThreadsKillsOrShards) {
   EXPECT_EQ(rows, 3 * 5 * 4 * 6);
   EXPECT_GT(invalid, 0);  // micro-batch 3 divides no global batch here: rows with the reason, not an abort
   EXPECT_NE(csv.find("is not a multiple of micro_batch x dp"), std::string::npos);
+  {
+    std::istringstream rows_jsonl(jsonl);
+    std::string first;
+    ASSERT_TRUE(std::getline(rows_jsonl, first));
+    EXPECT_EQ(nlohmann::json::parse(first)["schema_version"], 1);  // each row says its schema
+  }
   r = run(sweep + "'" + (d / "four").string() + "' -j 4");
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_EQ(read(d / "four" / "results.csv"), csv);

@@ -153,7 +153,7 @@ TEST(SimGridCli, JsonCarriesTheNetworkSection) {
   const fs::path dir = temp_dir();
   const Outcome r = run("run scenarios/pcie_box_user_topology.yaml --json " + (dir / "r.json").string());
   ASSERT_EQ(r.code, 0) << r.out;
-  const auto j = nlohmann::json::parse(read(dir / "r.json"));
+  const auto j = nlohmann::json::parse(read(dir / "r.json"))["results"][0];
   EXPECT_EQ(j["engine"], "simgrid");
   ASSERT_FALSE(j["network"]["bounding_links"].empty());
   EXPECT_EQ(j["network"]["bounding_links"][0]["link"], "n0.nic0-rail0.leaf0 n0.nic0->rail0.leaf0");

@@ -181,7 +181,7 @@ TEST(Validate, ASetOfOurOwnRowsTableAndRefusal) {
   std::ofstream(d / "a.yaml") << "model: llama2-7b\ncluster: {preset: dgx-h100, nodes: 1}\n"
                                  "plan: {zero_stage: 3, micro_batch: 1, global_batch: 64, recompute: full}\n";
   ASSERT_EQ(run("run '" + (d / "a.yaml").string() + "' --json '" + (d / "a.json").string() + "'").code, 0);
-  const auto ja = nlohmann::json::parse(read(d / "a.json"));
+  const auto ja = nlohmann::json::parse(read(d / "a.json"))["results"][0];
   EXPECT_DOUBLE_EQ(j["rows"][0]["predicted"].get<double>(), ja["performance"]["iteration_time_s"].get<double>());
   EXPECT_DOUBLE_EQ(j["rows"][0]["error"].get<double>(), (ja["performance"]["iteration_time_s"].get<double>() - 2.0) / 2.0);
   fs::remove_all(d);
@@ -235,7 +235,7 @@ TEST(Calibrate, RunsRecoverTheParameterTheyWereMadeWith) {
     const Outcome r = run("run '" + (d / name).string() + "' --calibration '" + (d / "truth.yaml").string() +
                           "' --json '" + json.string() + "'");
     ASSERT_EQ(r.code, 0) << r.out;
-    const double t = nlohmann::json::parse(read(json))["performance"]["iteration_time_s"].get<double>();
+    const double t = nlohmann::json::parse(read(json))["results"][0]["performance"]["iteration_time_s"].get<double>();
     std::ostringstream line;
     line << name << ",iteration_time," << std::setprecision(17) << t << "s," << (k == 4 ? "check" : "fit") << "\n";
     csv += line.str();
