@@ -20,14 +20,6 @@ core::CollectiveAlgorithm algorithm_of(const std::string& name) {
   throw UsageError(fmt::format("unknown --algorithm '{}'; expected auto, ring, tree, hierarchical or best", name));
 }
 
-core::Bytes size_of(const std::string& option, const std::string& text) {
-  try {
-    return core::parse_bytes(text);
-  } catch (const std::exception& e) {
-    throw UsageError(fmt::format("--{}: {}", option, e.what()));
-  }
-}
-
 }  // namespace
 
 int cmd_collective(const std::vector<std::string>& args) {
@@ -67,8 +59,8 @@ int cmd_collective(const std::vector<std::string>& args) {
   if (c.levels.back().domain_ranks < c.total_devices()) {
     throw UsageError(fmt::format("{} ranks do not fit in {}'s outermost network level", ranks, c.name));
   }
-  const double lo = size_of("min-size", vm["min-size"].as<std::string>()).value();
-  const double hi = size_of("max-size", vm["max-size"].as<std::string>()).value();
+  const double lo = size_option("--min-size", vm["min-size"].as<std::string>()).value();
+  const double hi = size_option("--max-size", vm["max-size"].as<std::string>()).value();
   if (lo < 1.0 || hi < lo) throw UsageError("--min-size must be at least 1 B and at most --max-size");
   const auto algorithm = algorithm_of(vm["algorithm"].as<std::string>());
   const graph::GroupShape shape = topology::strided_group_shape(c, ranks, stride);

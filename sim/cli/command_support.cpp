@@ -70,4 +70,12 @@ int thread_count(const po::variables_map& vm, const char* option) {
   return n;
 }
 
+core::Bytes size_option(const std::string& option, const std::string& text) {
+  try {
+    return core::parse_bytes(text);
+  } catch (const std::exception& e) {
+    throw UsageError(fmt::format("{}: {}", option, e.what()));
+  }
+}
+
 }  // namespace shardsim::cli

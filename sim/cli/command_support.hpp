@@ -43,6 +43,8 @@ constexpr int kMaxThreads = 1024;
 /** @brief A thread-count option (--threads, or `option`), checked: 0 (one per core) to kMaxThreads; UsageError
  *  otherwise. */
 int thread_count(const po::variables_map& vm, const char* option = "threads");
+/** @brief A size given on the command line ("2GiB"); UsageError naming `option` otherwise. */
+core::Bytes size_option(const std::string& option, const std::string& text);
 /** @brief The engine named on the command line; UsageError unless analytical or simgrid. */
 engine::EngineKind engine_of(const std::string& name);
 

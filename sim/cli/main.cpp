@@ -205,6 +205,8 @@ int cmd_search(const std::vector<std::string>& args) {
       "top", po::value<int>(), "how many plans to list (default: the scenario's search.top, else 10)")(
       "threads", po::value<int>()->default_value(0), "worker threads (0: one per core)")(
       "json", po::value<std::string>(), "also write the ranking as JSON to this file")(
+      "memory-margin", po::value<std::string>(),
+      "memory each plan must leave free per device (default: the scenario's search.memory_margin, else 2 GiB)")(
       "rescore", po::value<std::string>(), "simgrid: run the top plans again on the SimGrid engine and re-rank them");
   const auto parsed = parse_command(args, opts, "scenario");
   if (!parsed) return kOk;
@@ -218,13 +220,16 @@ int cmd_search(const std::vector<std::string>& args) {
   if (vm.count("rescore") && vm["rescore"].as<std::string>() != "simgrid") {
     throw UsageError(fmt::format("--rescore takes 'simgrid' (got '{}')", vm["rescore"].as<std::string>()));
   }
-  const auto result = search::search(base, search::default_space(base), top, thread_count(vm));
+  auto space = search::default_space(base);
+  if (vm.count("memory-margin")) space.memory_margin = size_option("--memory-margin", vm["memory-margin"].as<std::string>());
+  const auto result = search::search(base, space, top, thread_count(vm));
   const std::string rescored = vm.count("rescore") ? search::rescore_on_simgrid(result) : std::string();
   if (vm.count("json")) {
     auto j = json_document<nlohmann::ordered_json>("search");
     j["scenario"] = base.name;
     j["plans"] = result.feasible + result.infeasible;
     j["feasible"] = result.feasible;
+    j["memory_margin_bytes"] = result.memory_margin.value();
     j["ranking"] = nlohmann::ordered_json::array();
     for (const auto& k : result.best) j["ranking"].push_back(report::to_json(k.scenario, k.evaluation));
     report::write_file_atomic(vm["json"].as<std::string>(), j.dump(2) + "\n");

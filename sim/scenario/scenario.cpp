@@ -838,7 +838,8 @@ void resolve_and_check(Scenario& s, const ConfigNode& root, const PlanDeferred& 
 }
 
 SearchSettings parse_search(const ConfigNode& n, const core::ClusterSpec& c) {
-  n.expect_map({"tp", "pp", "micro_batch", "recompute", "shard_factors", "zero_plus_plus", "offload", "top"});
+  n.expect_map(
+      {"tp", "pp", "micro_batch", "recompute", "shard_factors", "zero_plus_plus", "offload", "top", "memory_margin"});
   SearchSettings st;
   if (auto v = n.find("tp")) {
     for (const auto& it : v->items()) st.tp.push_back(it.as_positive_int());
@@ -868,6 +869,7 @@ SearchSettings parse_search(const ConfigNode& n, const core::ClusterSpec& c) {
   if (auto v = n.find("zero_plus_plus")) st.zero_plus_plus = v->as_bool();
   if (auto v = n.find("offload")) st.offload = v->as_bool();
   if (auto v = n.find("top")) st.top = v->as_positive_int();
+  if (auto v = n.find("memory_margin")) st.memory_margin = v->as_bytes(true);
   return st;
 }
 

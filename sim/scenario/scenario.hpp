@@ -30,6 +30,10 @@ struct SearchSettings {
   bool zero_plus_plus = true;
   bool offload = false;  ///< also try offloading the optimizer to the CPU
   int top = 10;
+  /// memory a plan must leave free on each device to count as fitting: the memory model is an estimate, and a
+  /// plan at the out-of-memory cliff is not one to run (search.memory_margin, --memory-margin)
+  core::Bytes memory_margin{kDefaultMemoryMargin};
+  static constexpr double kDefaultMemoryMargin = 2.0 * core::kGiB;
 };
 
 struct Scenario {

@@ -123,6 +123,7 @@ SearchSpace default_space(const scenario::Scenario& s) {
   if (!st.shard_factors.empty()) sp.shard_factors = st.shard_factors;
   sp.zero_plus_plus = st.zero_plus_plus;
   sp.offload = st.offload;
+  sp.memory_margin = st.memory_margin;
   return sp;
 }
 
@@ -182,7 +183,7 @@ SearchResult search(const scenario::Scenario& base, const SearchSpace& space, in
       const auto mem = strategies::estimate_memory(s.model, s.cluster, s.plan, costs);
       results[i].order = i;
       results[i].memory = mem.total.value();
-      if (!mem.fits) continue;
+      if (!mem.fits || mem.headroom().value() < space.memory_margin.value()) continue;
       fits[i] = 1;
       results[i].time = evaluator.iteration_time(s).value();
     }
@@ -193,6 +194,7 @@ SearchResult search(const scenario::Scenario& base, const SearchSpace& space, in
   for (auto& t : pool) t.join();
 
   SearchResult r;
+  r.memory_margin = space.memory_margin;
   std::vector<Candidate> feasible;
   for (std::size_t i = 0; i < plans.size(); ++i) {
     if (!fits[i]) {
@@ -271,10 +273,11 @@ std::string render_search(const scenario::Scenario& base, const SearchResult& r)
   o += fmt::format("search  {}: {} on {} x {} {} ({} devices), global batch {}, the layouts {} has\n", base.name,
                    base.model.name, c.nodes, c.devices_per_node, c.device.name, c.total_devices(), base.plan.global_batch,
                    core::framework_name(base.plan.framework));
-  o += fmt::format("        {} plans: {} fit in memory, {} do not\n\n", r.feasible + r.infeasible, r.feasible,
-                   r.infeasible);
+  o += fmt::format("        {} plans: {} fit in memory with {:.3g} GiB to spare, {} do not\n\n", r.feasible + r.infeasible,
+                   r.feasible, r.memory_margin.value() / core::kGiB, r.infeasible);
   if (r.best.empty()) {
-    o += "no plan fits in memory: more devices, a smaller micro-batch or offloading are needed\n";
+    o += "no plan fits in memory with that margin: more devices, a smaller micro-batch, offloading or a smaller "
+         "--memory-margin are needed\n";
     return o;
   }
   std::string level_head;

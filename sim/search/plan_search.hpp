@@ -20,6 +20,7 @@ struct SearchSpace {
   std::vector<std::string> shard_factors;    ///< "1", "all", a level name or a rank count, per state
   bool zero_plus_plus = true;                ///< also try qwZ, hpZ and qgZ
   bool offload = false;                      ///< also try ZeRO-Offload of the optimizer
+  core::Bytes memory_margin;                 ///< free memory per device a plan must leave to count as fitting
 };
 
 /** @brief The space for `s`: its search: section, with defaults for what it leaves out — tp over powers of two
@@ -34,7 +35,8 @@ struct Ranked {
 
 struct SearchResult {
   std::vector<Ranked> best;       ///< the top plans, fastest first, fully evaluated
-  std::size_t feasible = 0;       ///< of which fit in memory
+  std::size_t feasible = 0;       ///< of which fit in memory with the margin to spare
+  core::Bytes memory_margin;      ///< the margin they were held to
   std::size_t infeasible = 0;     ///< dropped by the memory model before lowering
   double wall_s = 0.0;
   std::vector<std::pair<std::string, Ranked>> family_best;  ///< fastest plan per family (ddp, zero-1..3, zero++, ...)

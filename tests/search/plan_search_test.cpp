@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "sim/core/errors.hpp"
 #include "sim/scenario/evaluate.hpp"
 
 namespace shardsim::search {
@@ -44,6 +45,26 @@ TEST(PlanSearch, TheWinnerBeatsEveryPlainZeroStageThatFits) {
       }
     }
   }
+}
+
+// A plan counts as fitting when it leaves the margin free (2 GiB unless the scenario or --memory-margin says):
+// a wider margin drops the plans nearest the cliff and keeps the rest in the same order.
+TEST(PlanSearch, PlansMustLeaveTheMemoryMarginFree) {
+  const auto s = base();
+  auto sp = default_space(s);
+  EXPECT_DOUBLE_EQ(sp.memory_margin.value(), 2.0 * core::kGiB);
+  EXPECT_DOUBLE_EQ(default_space(base("search: {memory_margin: 5GiB}\n")).memory_margin.value(), 5.0 * core::kGiB);
+  sp.memory_margin = core::Bytes(0.0);
+  const auto none = search(s, sp, 5, 1);
+  sp.memory_margin = core::Bytes(40.0 * core::kGiB);
+  const auto wide = search(s, sp, 5, 1);
+  EXPECT_EQ(none.feasible + none.infeasible, wide.feasible + wide.infeasible);
+  EXPECT_LT(wide.feasible, none.feasible);
+  ASSERT_FALSE(wide.best.empty());
+  for (const auto& k : wide.best) EXPECT_GE(k.evaluation.memory.headroom().value(), 40.0 * core::kGiB);
+  EXPECT_GE(wide.best[0].evaluation.run.iteration_time.value(), none.best[0].evaluation.run.iteration_time.value());
+  EXPECT_THROW((void)scenario::parse_scenarios(std::string("model: llama2-7b\ncluster: dgx-h100\nsearch: {memory_margin: 5}\n"), "s.yaml"),
+               core::ConfigError);
 }
 
 // The search stays inside what the scenario's framework has: FSDP's sharding strategies, Megatron's DDP and
