@@ -205,6 +205,8 @@ int cmd_search(const std::vector<std::string>& args) {
       "top", po::value<int>(), "how many plans to list (default: the scenario's search.top, else 10)")(
       "threads", po::value<int>()->default_value(0), "worker threads (0: one per core)")(
       "json", po::value<std::string>(), "also write the ranking as JSON to this file")(
+      "emit-scenario", po::value<std::string>(),
+      "write the winning plan as a scenario file that runs as is (the scenario's model and cluster, the winner's plan)")(
       "memory-margin", po::value<std::string>(),
       "memory each plan must leave free per device (default: the scenario's search.memory_margin, else 2 GiB)")(
       "rescore", po::value<std::string>(), "simgrid: run the top plans again on the SimGrid engine and re-rank them");
@@ -233,6 +235,20 @@ int cmd_search(const std::vector<std::string>& args) {
     j["ranking"] = nlohmann::ordered_json::array();
     for (const auto& k : result.best) j["ranking"].push_back(report::to_json(k.scenario, k.evaluation));
     report::write_file_atomic(vm["json"].as<std::string>(), j.dump(2) + "\n");
+  }
+  if (vm.count("emit-scenario")) {
+    const std::string out = vm["emit-scenario"].as<std::string>();
+    if (result.best.empty()) {
+      std::cout << search::render_search(base, result) << rescored;
+      std::cerr << fmt::format("shardsim: no plan fits, so none was written to {}\n", out);
+      return 1;
+    }
+    const auto& win = result.best.front().scenario;
+    report::write_file_atomic(out, fmt::format("# shardsim search's winner for {} ({}): {:.4g} s per iteration\n",
+                                               base.name, result.best.front().evaluation.strategy,
+                                               result.best.front().evaluation.run.iteration_time.value()) +
+                                       scenario::scenario_with_plan(vm["scenario"].as<std::string>(), win.plan,
+                                                                    win.cluster, base.name + "-best"));
   }
   std::cout << search::render_search(base, result) << rescored;
   // Timing goes to stderr so that stdout stays byte-identical between runs.

@@ -1234,6 +1234,82 @@ std::string cluster_to_yaml(const core::ClusterSpec& c) {
   return o;
 }
 
+namespace {
+
+std::string codec_yaml(const core::CompressionSpec& c) {
+  if (!c.on()) return "{codec: none}";
+  const std::string speeds = fmt::format("compress_throughput: {}B/s, decompress_throughput: {}B/s", c.compress.value(),
+                                         c.decompress.value());
+  if (c.codec == core::Codec::kZfp) return fmt::format("{{codec: zfp, rate: {}, {}}}", c.zfp_rate, speeds);
+  return fmt::format("{{codec: mpc, ratio: {}, {}}}", c.ratio, speeds);
+}
+
+std::string level_list(const std::vector<int>& levels, const core::ClusterSpec& cluster) {
+  std::string o;
+  for (int l : levels) o += (o.empty() ? "" : ", ") + cluster.levels[static_cast<std::size_t>(l)].name;
+  return o;
+}
+
+}  // namespace
+
+std::string plan_to_yaml(const core::PlanSpec& p, const core::ClusterSpec& cluster) {
+  std::string o;
+  o += fmt::format("framework: {}\ndp: {}\ntp: {}\npp: {}\n", core::framework_name(p.framework), p.dp, p.tp, p.pp);
+  if (p.virtual_stages > 1) o += fmt::format("virtual_stages: {}\n", p.virtual_stages);
+  if (p.sequence_parallel) o += "sequence_parallel: true\n";
+  o += fmt::format("micro_batch: {}\nglobal_batch: {}\nrecompute: {}\nflash_attention: {}\n", p.micro_batch,
+                   p.global_batch, core::recompute_name(p.recompute), p.flash_attention);
+  o += fmt::format("zero_stage: {}\n", p.zero_stage);
+  const auto& q = p.quantization;
+  const auto& part = p.partition;
+  if (p.hierarchy_levels > 0) {
+    o += fmt::format("hierarchy: {{levels: [{}], secondary_params: {}}}\n", level_list(q.gradient_hops, cluster),
+                     part.secondary > 0 ? part.secondary : part.params);
+  } else {
+    o += fmt::format("partition: {{params: {}, grads: {}, optimizer: {}}}\n", part.params, part.grads, part.optimizer);
+    if (part.secondary > 0) o += fmt::format("zero_hpz_partition_size: {}\n", part.secondary);
+    o += fmt::format("zero_quantized_weights: {}\nzero_quantized_gradients: {}\n", q.weights, q.gradients);
+    if (q.gradients) o += fmt::format("qgz_hops: [{}]\n", level_list(q.gradient_hops, cluster));
+  }
+  o += fmt::format("quantization_block: {}\n", q.block);
+  o += fmt::format("reduce_bucket: {}\nallgather_bucket: {}\nprefetch_bucket: {}\nmax_live_parameters: {}\n",
+                   yaml_bytes(p.reduce_bucket.value()), yaml_bytes(p.allgather_bucket.value()),
+                   yaml_bytes(p.prefetch_bucket.value()), yaml_bytes(p.max_live_parameters.value()));
+  o += fmt::format("persistence_threshold: {}\nddp_bucket: {}\nworkspace: {}\n", yaml_bytes(p.persistence_threshold.value()),
+                   yaml_bytes(p.ddp_bucket.value()), yaml_bytes(p.workspace.value()));
+  if (p.overlap_comm) o += fmt::format("overlap_comm: {}\n", *p.overlap_comm);
+  o += fmt::format("use_multi_rank_bucket_allreduce: {}\ncollective_algorithm: {}\n", p.bucket_all_reduce,
+                   core::algorithm_name(p.algorithm));
+  if (p.offload.optimizer) o += fmt::format("offload_optimizer: {{device: cpu, ratio: {}}}\n", p.offload.ratio);
+  if (p.offload.params) o += "offload_param: {device: cpu}\n";
+  const auto& c = p.compression;
+  if (c.gradients.on() || c.parameters.on() || c.tensor.on() || c.pipeline.on()) {
+    o += fmt::format("compression:\n  gradients: {}\n  parameters: {}\n  tensor: {}\n  pipeline: {}\n",
+                     codec_yaml(c.gradients), codec_yaml(c.parameters), codec_yaml(c.tensor), codec_yaml(c.pipeline));
+  }
+  return o;
+}
+
+std::string scenario_with_plan(const std::string& path, const core::PlanSpec& plan, const core::ClusterSpec& cluster,
+                               const std::string& name) {
+  const ConfigNode root = ConfigNode::parse(read_text_file(path, "scenario file"), path);
+  YAML::Node out = YAML::Clone(root.yaml());
+  out.remove("sweep");
+  out["name"] = name;
+  out["plan"] = YAML::Load(plan_to_yaml(plan, cluster));
+  // A Hugging Face config named relative to the scenario: absolute, so that the copy runs from anywhere.
+  if (out["model"] && out["model"].IsMap() && out["model"]["hf_config"]) {
+    const std::filesystem::path hf = out["model"]["hf_config"].as<std::string>();
+    if (hf.is_relative()) {
+      out["model"]["hf_config"] =
+          std::filesystem::absolute(std::filesystem::path(path).parent_path() / hf).lexically_normal().string();
+    }
+  }
+  YAML::Emitter e;
+  e << out;
+  return std::string(e.c_str()) + "\n";
+}
+
 std::vector<Scenario> parse_scenarios(const std::string& text, const std::string& file,
                                       const std::vector<PlanOverride>& plan_overrides) {
   const ConfigNode parsed = ConfigNode::parse(text, file);

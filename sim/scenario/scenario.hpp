@@ -53,6 +53,14 @@ struct Scenario {
 std::string model_to_yaml(const core::ModelSpec& m);
 /** @brief A cluster as the `cluster:` section spells it out in full (parses back to the same spec). */
 std::string cluster_to_yaml(const core::ClusterSpec& c);
+/** @brief A resolved plan as the `plan:` section spells it (on `cluster`, whose level names it may use): every
+ *  setting explicit, so that it parses back to the same plan on that cluster. */
+std::string plan_to_yaml(const core::PlanSpec& p, const core::ClusterSpec& cluster);
+/** @brief The scenario file `path` with its plan replaced by `plan` and its name by `name`, as YAML text that runs
+ *  as is from `out_dir` (a Hugging Face config's relative path made absolute; any sweep: section dropped). Throws
+ *  core::ConfigError for a file that does not read. */
+std::string scenario_with_plan(const std::string& path, const core::PlanSpec& plan, const core::ClusterSpec& cluster,
+                               const std::string& name);
 
 /** @brief Reads `path`; returns one scenario, or one per sweep variant. `plan_overrides` (e.g. from a DeepSpeed
  *  config) replace plan keys before validation; an error in one of them names its own source. Throws

@@ -157,6 +157,31 @@ TEST(Cli, JsonDocumentsShareOneHeadAndRunResultsAreAlwaysAnArray) {
   fs::remove_all(d);
 }
 
+// `search --emit-scenario` writes the winner as a scenario that runs as is, to the winner's time; with no plan
+// that fits, nothing is written and the exit code says so.
+TEST(Cli, SearchWritesItsWinnerAsAScenarioThatRunsAsIs) {
+  const fs::path d = temp_dir();
+  const fs::path out = d / "best.yaml";
+  const Outcome s = run("search scenarios/search_llama13b_1024.yaml --top 1 --json '" + (d / "s.json").string() +
+                        "' --emit-scenario '" + out.string() + "'");
+  ASSERT_EQ(s.code, 0) << s.out;
+  const auto j = nlohmann::json::parse(read(d / "s.json"));
+  const Outcome r = run("run '" + out.string() + "' --json '" + (d / "r.json").string() + "'");
+  ASSERT_EQ(r.code, 0) << r.out << read(out);
+  const auto jr = nlohmann::json::parse(read(d / "r.json"))["results"][0];
+  EXPECT_EQ(jr["performance"]["iteration_time_s"], j["ranking"][0]["performance"]["iteration_time_s"]);
+  EXPECT_EQ(jr["plan"]["strategy"], j["ranking"][0]["plan"]["strategy"]);
+  EXPECT_EQ(jr["scenario"], "search-llama13b-1024-best");
+  // Nothing fits with a margin larger than the device: nothing written, exit 1.
+  const fs::path none = d / "none.yaml";
+  const Outcome n = run("search scenarios/search_llama13b_1024.yaml --top 1 --memory-margin 1TiB --emit-scenario '" +
+                        none.string() + "'");
+  EXPECT_EQ(n.code, 1) << n.out;
+  EXPECT_FALSE(fs::exists(none));
+  EXPECT_NE(n.out.find("no plan fits"), std::string::npos) << n.out;
+  fs::remove_all(d);
+}
+
 TEST(Cli, BadInputExitsWithTwoAndWritesNothing) {
   const fs::path d = temp_dir();
   const fs::path bad = d / "bad.yaml";

@@ -2,7 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
+
 #include "sim/core/errors.hpp"
+#include "sim/scenario/evaluate.hpp"
 #include "topology/cluster_presets.hpp"
 #include "topology/link_topology.hpp"
 
@@ -413,6 +417,49 @@ std::string indent(const std::string& text) {
     start = end + 1;
   }
   return out;
+}
+
+// A resolved plan written out (plan_to_yaml, in the scenario file it came from: what `search --emit-scenario`
+// writes) parses back to the same plan, and the copy runs to the same iteration time: every shipped scenario and
+// every sweep variant whose machine is the file's, with ZeRO++, hpZ, the hierarchy, offload and compression among
+// them.
+TEST(ScenarioYamlDump, PlansRoundTripThroughTheirScenarioFile) {
+  namespace fs = std::filesystem;
+  int checked = 0;
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(fs::path(SHARDSIM_SOURCE_DIR) / "scenarios")) files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) {
+    const auto variants = load_scenarios(f.string());
+    const Scenario base = parse_scenarios(scenario_with_plan(f.string(), variants[0].plan, variants[0].cluster, "x"),
+                                          f.string()).at(0);
+    for (const auto& v : variants) {
+      // (a sweep over the machine or the model makes variants this file's sections do not describe)
+      if (v.variant.find("cluster.") != std::string::npos || v.variant.find("model.") != std::string::npos) continue;
+      ASSERT_EQ(v.cluster.nodes, base.cluster.nodes) << v.variant;
+      const std::string text = scenario_with_plan(f.string(), v.plan, v.cluster, "copy");
+      const Scenario c = parse_scenarios(text, f.string()).at(0);
+      EXPECT_EQ(c.name, "copy");
+      const auto& a = v.plan;
+      const auto& b = c.plan;
+      const std::string where = f.filename().string() + " " + v.variant + "\n" + text;
+      EXPECT_EQ(a.partition, b.partition) << where;
+      EXPECT_EQ(a.quantization.weights, b.quantization.weights) << where;
+      EXPECT_EQ(a.quantization.gradients, b.quantization.gradients) << where;
+      EXPECT_EQ(a.quantization.gradient_hops, b.quantization.gradient_hops) << where;
+      EXPECT_EQ(a.hierarchy_levels, b.hierarchy_levels) << where;
+      EXPECT_EQ(a.offload.optimizer, b.offload.optimizer) << where;
+      EXPECT_EQ(a.offload.params, b.offload.params) << where;
+      EXPECT_EQ(a.compression.gradients.codec, b.compression.gradients.codec) << where;
+      EXPECT_EQ(a.compression.parameters.ratio, b.compression.parameters.ratio) << where;
+      EXPECT_EQ(a.compression.gradients.compress.value(), b.compression.gradients.compress.value()) << where;
+      EXPECT_EQ(a.overlaps_comm(), b.overlaps_comm()) << where;
+      EXPECT_EQ(a.framework, b.framework) << where;
+      EXPECT_EQ(evaluate(v).run.iteration_time.value(), evaluate(c).run.iteration_time.value()) << where;
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 15);
 }
 
 // What `shardsim models --show` / `clusters --show` print parses back to the same specs.
