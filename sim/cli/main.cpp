@@ -76,6 +76,18 @@ std::vector<validate::ErrorBand> load_error_bands() {
   return validate::parse_error_bands(scenario::read_text_file(path, "error bands"), path);
 }
 
+// The command's scenarios, the ZeRO part of their plan from --deepspeed when given (its keys shardsim does not
+// model named on stderr).
+std::vector<scenario::Scenario> load_with_deepspeed(const po::variables_map& vm) {
+  const std::string path = vm["scenario"].as<std::string>();
+  if (!vm.count("deepspeed")) return scenario::load_scenarios(path);
+  const auto ds = scenario::load_deepspeed_config(vm["deepspeed"].as<std::string>());
+  for (const auto& key : ds.ignored) {
+    std::cerr << fmt::format("shardsim: note: {}: {} is not modelled; ignored\n", vm["deepspeed"].as<std::string>(), key);
+  }
+  return scenario::load_scenarios_with_deepspeed(path, ds);
+}
+
 int cmd_run(const std::vector<std::string>& args) {
   po::options_description opts("shardsim run SCENARIO.yaml [options]\n\nEvaluates one scenario (or every variant of its "
                                "sweep) and prints a report.\n\noptions");
@@ -97,15 +109,7 @@ int cmd_run(const std::vector<std::string>& args) {
       engine_given ? engine_of(vm["engine"].as<std::string>()) : engine::EngineKind::kAnalytical;
   engine::EngineOptions engine_options;
   if (vm.count("topology")) engine_options.topology = topology::parse_topology_kind(vm["topology"].as<std::string>(), "--topology");
-  std::vector<scenario::PlanOverride> overrides;
-  if (vm.count("deepspeed")) {
-    const auto ds = scenario::load_deepspeed_config(vm["deepspeed"].as<std::string>());
-    overrides = ds.overrides;
-    for (const auto& key : ds.ignored) {
-      std::cerr << fmt::format("shardsim: note: {}: {} is not modelled; ignored\n", vm["deepspeed"].as<std::string>(), key);
-    }
-  }
-  auto scenarios = scenario::load_scenarios(vm["scenario"].as<std::string>(), overrides);
+  auto scenarios = load_with_deepspeed(vm);
   if (vm.count("calibration")) {
     const std::string path = vm["calibration"].as<std::string>();
     const auto cal = validate::load_calibration(path);
@@ -205,6 +209,8 @@ int cmd_search(const std::vector<std::string>& args) {
       "top", po::value<int>(), "how many plans to list (default: the scenario's search.top, else 10)")(
       "threads", po::value<int>()->default_value(0), "worker threads (0: one per core)")(
       "json", po::value<std::string>(), "also write the ranking as JSON to this file")(
+      "deepspeed", po::value<std::string>(),
+      "search around the plan of this DeepSpeed config (ds_config.json) instead of the scenario's")(
       "emit-scenario", po::value<std::string>(),
       "write the winning plan as a scenario file that runs as is (the scenario's model and cluster, the winner's plan)")(
       "memory-margin", po::value<std::string>(),
@@ -214,7 +220,7 @@ int cmd_search(const std::vector<std::string>& args) {
   if (!parsed) return kOk;
   const auto& vm = *parsed;
   if (!vm.count("scenario")) throw UsageError("missing the scenario file (shardsim search SCENARIO.yaml)");
-  const auto scenarios = scenario::load_scenarios(vm["scenario"].as<std::string>());
+  const auto scenarios = load_with_deepspeed(vm);
   if (scenarios.size() != 1) throw UsageError("search takes a scenario without a sweep: section");
   const auto& base = scenarios[0];
   const int top = vm.count("top") ? vm["top"].as<int>() : base.search.top;

@@ -2,14 +2,52 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
+#include "sim/scenario/config_node.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "sim/scenario/text_file.hpp"
 
 namespace shardsim::scenario {
 
 using nlohmann::json;
+
+namespace {
+
+// DeepSpeed 0.14's zero_optimization fields and their aliases (deepspeed@v0.14.4 runtime/zero/config.py,
+// DeepSpeedZeroConfig: extra = "forbid", so DeepSpeed refuses any other key).
+const std::vector<std::string>& zero_keys() {
+  static const std::vector<std::string> kKeys = {
+      "stage", "contiguous_gradients", "reduce_scatter", "reduce_bucket_size", "use_multi_rank_bucket_allreduce",
+      "allgather_partitions", "allgather_bucket_size", "overlap_comm", "load_from_fp32_weights", "elastic_checkpoint",
+      "offload_param", "offload_optimizer", "sub_group_size", "cpu_offload_param", "cpu_offload_use_pin_memory",
+      "cpu_offload", "prefetch_bucket_size", "stage3_prefetch_bucket_size", "param_persistence_threshold",
+      "stage3_param_persistence_threshold", "model_persistence_threshold", "stage3_model_persistence_threshold",
+      "max_live_parameters", "stage3_max_live_parameters", "max_reuse_distance", "stage3_max_reuse_distance",
+      "gather_16bit_weights_on_model_save", "stage3_gather_16bit_weights_on_model_save",
+      "use_all_reduce_for_fetch_params", "stage3_use_all_reduce_for_fetch_params",
+      "stage3_gather_fp16_weights_on_model_save", "ignore_unused_parameters", "legacy_stage1", "round_robin_gradients",
+      "zero_hpz_partition_size", "zero_quantized_weights", "zero_quantized_nontrainable_weights",
+      "zero_quantized_gradients", "mics_shard_size", "mics_hierarchical_params_gather", "memory_efficient_linear",
+      "pipeline_loading_checkpoint", "override_module_apply"};
+  return kKeys;
+}
+
+// The field a key names (DeepSpeed takes a field's alias and its name alike).
+std::string field_of(const std::string& key) {
+  for (const char* alias : {"stage3_prefetch_bucket_size", "stage3_param_persistence_threshold",
+                            "stage3_max_live_parameters"}) {
+    if (key == alias) return key.substr(7);
+  }
+  return key;
+}
+
+bool is_auto(const json& v) { return v.is_string() && v.get<std::string>() == "auto"; }
+
+}  // namespace
 
 DeepSpeedPlan parse_deepspeed_config(const std::string& text, const std::string& file) {
   json j;
@@ -21,12 +59,21 @@ DeepSpeedPlan parse_deepspeed_config(const std::string& text, const std::string&
   const core::SourceLocation where{file, 0, 0};
   if (!j.is_object()) throw core::ConfigError(core::SourceLocation{file, 1, 1}, "", "expected a JSON object");
   DeepSpeedPlan out;
+  out.file = file;
   auto add = [&](const char* plan_key, const std::string& value, const std::string& source_key) {
     out.overrides.push_back(PlanOverride{plan_key, YAML::Node(value), where, source_key});
   };
   auto count = [&](const json& v, const std::string& key) {
-    if (!v.is_number() || v.get<double>() < 1 || std::floor(v.get<double>()) != v.get<double>()) {
-      throw core::ConfigError(where, key, fmt::format("expected a positive whole number, got {}", v.dump()));
+    if (is_auto(v)) {
+      throw core::ConfigError(where, key,
+                              "expected a number: the Hugging Face Trainer fills in \"auto\" only for the batch sizes, "
+                              "gradient_accumulation_steps, gradient_clipping, fp16 / bf16, the optimizer's and "
+                              "scheduler's parameters, reduce_bucket_size, stage3_prefetch_bucket_size and "
+                              "stage3_param_persistence_threshold");
+    }
+    if (!v.is_number() || v.get<double>() < 1 || std::floor(v.get<double>()) != v.get<double>() ||
+        v.get<double>() > 1e15) {
+      throw core::ConfigError(where, key, fmt::format("expected a positive whole number up to 1e15, got {}", v.dump()));
     }
     return static_cast<long long>(v.get<double>());
   };
@@ -34,26 +81,69 @@ DeepSpeedPlan parse_deepspeed_config(const std::string& text, const std::string&
     if (!v.is_boolean()) throw core::ConfigError(where, key, fmt::format("expected true or false, got {}", v.dump()));
     return v.get<bool>() ? std::string("true") : std::string("false");
   };
-  if (j.contains("train_batch_size")) {
+  // The batch: "auto" is the Trainer's (the scenario's); a number is taken (gradient accumulation: checked).
+  if (j.contains("train_batch_size") && !is_auto(j["train_batch_size"])) {
     add("global_batch", std::to_string(count(j["train_batch_size"], "train_batch_size")), "train_batch_size");
   }
-  if (j.contains("train_micro_batch_size_per_gpu")) {
+  if (j.contains("train_micro_batch_size_per_gpu") && !is_auto(j["train_micro_batch_size_per_gpu"])) {
     add("micro_batch", std::to_string(count(j["train_micro_batch_size_per_gpu"], "train_micro_batch_size_per_gpu")),
         "train_micro_batch_size_per_gpu");
   }
-  // Everything else at the top level (precision, optimizer, scheduler, clipping, logging) is not modelled: say so.
+  if (j.contains("gradient_accumulation_steps") && !is_auto(j["gradient_accumulation_steps"])) {
+    out.gradient_accumulation_steps = count(j["gradient_accumulation_steps"], "gradient_accumulation_steps");
+  }
+  // Precision: the scenario's model dtype; an explicit "enabled" is checked against it.
+  for (const char* key : {"bf16", "fp16"}) {
+    if (!j.contains(key)) continue;
+    const json& p = j[key];
+    if (!p.is_object()) throw core::ConfigError(where, key, "expected an object such as {\"enabled\": true}");
+    if (!p.contains("enabled") || is_auto(p["enabled"])) continue;
+    (std::string(key) == "bf16" ? out.bf16 : out.fp16) = flag(p["enabled"], std::string(key) + ".enabled") == "true";
+  }
+  // Everything else at the top level (optimizer, scheduler, clipping, logging) is not modelled: say so.
   for (const auto& [key, v] : j.items()) {
-    if (key != "train_batch_size" && key != "train_micro_batch_size_per_gpu" && key != "zero_optimization") {
+    if (key != "train_batch_size" && key != "train_micro_batch_size_per_gpu" && key != "zero_optimization" &&
+        key != "gradient_accumulation_steps" && key != "bf16" && key != "fp16") {
       out.ignored.push_back(key);
     }
   }
   if (!j.contains("zero_optimization")) return out;
   const json& z = j["zero_optimization"];
+  if (z.is_boolean()) {
+    // DeepSpeed's deprecated form (runtime/zero/config.py read_zero_config_deprecated): true is stage 1.
+    add("zero_stage", z.get<bool>() ? "1" : "0", "zero_optimization");
+    return out;
+  }
   if (!z.is_object()) throw core::ConfigError(where, "zero_optimization", "expected an object");
+  auto offload_to_cpu = [&](const json& v, const std::string& path, const char* plan_key) {
+    if (!v.is_object()) throw core::ConfigError(where, path, "expected an object");
+    const std::string device = v.contains("device") && v["device"].is_string() ? v["device"].get<std::string>() : "none";
+    if (device == "cpu") {
+      YAML::Node node(YAML::NodeType::Map);
+      node["device"] = "cpu";
+      if (v.contains("ratio") && std::string(plan_key) == "offload_optimizer") {
+        if (!v["ratio"].is_number()) throw core::ConfigError(where, path + ".ratio", "expected a number");
+        node["ratio"] = fmt::format("{}", v["ratio"].get<double>());
+      }
+      out.overrides.push_back(PlanOverride{plan_key, node, where, path});
+    } else if (device != "none") {
+      throw core::ConfigError(where, path + ".device", fmt::format("{} offload is not modelled; use cpu", device));
+    }
+  };
   for (const auto& [key, v] : z.items()) {
     const std::string path = "zero_optimization." + key;
-    // Buckets count elements of 2-byte gradients/parameters.
+    const std::string field = field_of(key);
+    if (std::find(zero_keys().begin(), zero_keys().end(), key) == zero_keys().end()) {
+      throw core::ConfigError(where, path,
+                              fmt::format("unknown key; expected a key of DeepSpeed's zero_optimization, which refuses others{}", suggest(key, zero_keys())));
+    }
+    // Buckets count elements of 2-byte gradients/parameters; "auto" is the Trainer's, from the hidden size.
     auto bucket = [&](const char* plan_key) { add(plan_key, fmt::format("{}B", count(v, path) * 2), path); };
+    auto hidden_auto = [&](const char* plan_key, double factor, int power) {
+      if (!is_auto(v)) return false;
+      out.hidden_size_auto.push_back({plan_key, factor, power, path});
+      return true;
+    };
     if (key == "stage") {
       const long long st = v.is_number_integer() ? v.get<long long>() : -1;
       if (st < 0 || st > 3) throw core::ConfigError(where, path, fmt::format("expected 0, 1, 2 or 3, got {}", v.dump()));
@@ -66,14 +156,15 @@ DeepSpeedPlan parse_deepspeed_config(const std::string& text, const std::string&
       // ZeRO-1/2 without reduce-scatter all-reduce their buckets (stage_1_and_2.py: allreduce_bucket).
       if (flag(v, path) == "false") add("use_multi_rank_bucket_allreduce", "true", path);
     } else if (key == "reduce_bucket_size") {
-      bucket("reduce_bucket");
+      if (!hidden_auto("reduce_bucket", 1.0, 2)) bucket("reduce_bucket");
     } else if (key == "allgather_bucket_size") {
       bucket("allgather_bucket");
-    } else if (key == "stage3_prefetch_bucket_size") {
-      bucket("prefetch_bucket");
-    } else if (key == "stage3_max_live_parameters") {
+    } else if (field == "prefetch_bucket_size") {
+      if (!hidden_auto("prefetch_bucket", 0.9, 2)) bucket("prefetch_bucket");
+    } else if (field == "max_live_parameters") {
       bucket("max_live_parameters");
-    } else if (key == "stage3_param_persistence_threshold") {
+    } else if (field == "param_persistence_threshold") {
+      if (hidden_auto("persistence_threshold", 10.0, 1)) continue;
       // 0 (nothing persists) is DeepSpeed's too
       if (v.is_number() && v.get<double>() == 0.0) {
         add("persistence_threshold", "0B", path);
@@ -90,28 +181,13 @@ DeepSpeedPlan parse_deepspeed_config(const std::string& text, const std::string&
       // DeepSpeed uses -1 for "off".
       if (!(v.is_number_integer() && v.get<long long>() <= 0)) add("mics_shard_size", std::to_string(count(v, path)), path);
     } else if (key == "offload_optimizer") {
-      if (!v.is_object()) throw core::ConfigError(where, path, "expected an object");
-      const std::string device = v.contains("device") && v["device"].is_string() ? v["device"].get<std::string>() : "none";
-      if (device == "cpu") {
-        YAML::Node node(YAML::NodeType::Map);
-        node["device"] = "cpu";
-        if (v.contains("ratio")) {
-          if (!v["ratio"].is_number()) throw core::ConfigError(where, path + ".ratio", "expected a number");
-          node["ratio"] = fmt::format("{}", v["ratio"].get<double>());
-        }
-        out.overrides.push_back(PlanOverride{"offload_optimizer", node, where, path});
-      } else if (device != "none") {
-        throw core::ConfigError(where, path + ".device", fmt::format("{} offload is not modelled; use cpu", device));
-      }
+      offload_to_cpu(v, path, "offload_optimizer");
     } else if (key == "offload_param") {
-      if (!v.is_object()) throw core::ConfigError(where, path, "expected an object");
-      const std::string device = v.contains("device") && v["device"].is_string() ? v["device"].get<std::string>() : "none";
-      if (device == "cpu") {
-        YAML::Node node(YAML::NodeType::Map);
-        node["device"] = "cpu";
-        out.overrides.push_back(PlanOverride{"offload_param", node, where, path});
-      } else if (device != "none") {
-        throw core::ConfigError(where, path + ".device", fmt::format("{} offload is not modelled; use cpu", device));
+      offload_to_cpu(v, path, "offload_param");
+    } else if (key == "cpu_offload" || key == "cpu_offload_param") {
+      // The deprecated switches (config.py: new_param offload_optimizer / offload_param, device cpu).
+      if (flag(v, path) == "true") {
+        offload_to_cpu(json{{"device", "cpu"}}, path, key == "cpu_offload" ? "offload_optimizer" : "offload_param");
       }
     } else {
       out.ignored.push_back(path);
@@ -122,6 +198,47 @@ DeepSpeedPlan parse_deepspeed_config(const std::string& text, const std::string&
 
 DeepSpeedPlan load_deepspeed_config(const std::string& path) {
   return parse_deepspeed_config(read_text_file(path, "DeepSpeed config"), path);
+}
+
+std::vector<Scenario> load_scenarios_with_deepspeed(const std::string& path, const DeepSpeedPlan& ds) {
+  auto scenarios = load_scenarios(path, ds.overrides);
+  const core::SourceLocation where{ds.file, 0, 0};
+  if (!ds.hidden_size_auto.empty()) {
+    // The Trainer fills these from model.config.hidden_size: one model for every variant.
+    const int h = scenarios.front().model.hidden;
+    for (const auto& s : scenarios) {
+      if (s.model.hidden != h) {
+        throw core::ConfigError(where, ds.hidden_size_auto.front().source_key,
+                                fmt::format("expected a number: \"auto\" follows the model's hidden size, which this sweep "
+                                            "varies ({} and {})", h, s.model.hidden));
+      }
+    }
+    std::vector<PlanOverride> overrides = ds.overrides;
+    for (const auto& a : ds.hidden_size_auto) {
+      const double elements = std::floor(a.factor * std::pow(static_cast<double>(h), a.power));
+      overrides.push_back(PlanOverride{a.plan_key, YAML::Node(fmt::format("{}B", elements * 2.0)), where, a.source_key});
+    }
+    scenarios = load_scenarios(path, overrides);
+  }
+  for (const auto& s : scenarios) {
+    const std::string variant = s.variant.empty() ? std::string() : fmt::format(" (variant {})", s.variant);
+    if (ds.gradient_accumulation_steps && *ds.gradient_accumulation_steps != s.plan.grad_accumulation()) {
+      throw core::ConfigError(
+          where, "gradient_accumulation_steps",
+          fmt::format("expected {}, as the scenario has it{}: global batch {} / (micro-batch {} x dp {}); got {} (or \"auto\")",
+                      s.plan.grad_accumulation(), variant, s.plan.global_batch, s.plan.micro_batch, s.plan.dp,
+                      *ds.gradient_accumulation_steps));
+    }
+    for (const auto& [enabled, dtype, key] : {std::tuple{ds.bf16, core::Dtype::kBf16, "bf16.enabled"},
+                                              std::tuple{ds.fp16, core::Dtype::kFp16, "fp16.enabled"}}) {
+      if (enabled && *enabled != (s.model.param_dtype == dtype)) {
+        throw core::ConfigError(where, key,
+                                fmt::format("expected {} (or \"auto\"): the scenario's model{} trains in {}", !*enabled,
+                                            variant, core::dtype_name(s.model.param_dtype)));
+      }
+    }
+  }
+  return scenarios;
 }
 
 }  // namespace shardsim::scenario

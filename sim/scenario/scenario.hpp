@@ -62,6 +62,11 @@ std::string plan_to_yaml(const core::PlanSpec& p, const core::ClusterSpec& clust
 std::string scenario_with_plan(const std::string& path, const core::PlanSpec& plan, const core::ClusterSpec& cluster,
                                const std::string& name);
 
+/** @brief load_scenarios with the plan from a DeepSpeed config: its overrides, its "auto" values filled in from the
+ *  scenario as the Hugging Face Trainer fills them, then its gradient accumulation and precision checked against
+ *  each scenario (a conflict is a core::ConfigError naming the DeepSpeed key). */
+std::vector<Scenario> load_scenarios_with_deepspeed(const std::string& path, const DeepSpeedPlan& ds);
+
 /** @brief Reads `path`; returns one scenario, or one per sweep variant. `plan_overrides` (e.g. from a DeepSpeed
  *  config) replace plan keys before validation; an error in one of them names its own source. Throws
  *  core::ConfigError. */

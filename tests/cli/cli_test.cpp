@@ -172,6 +172,12 @@ TEST(Cli, SearchWritesItsWinnerAsAScenarioThatRunsAsIs) {
   EXPECT_EQ(jr["performance"]["iteration_time_s"], j["ranking"][0]["performance"]["iteration_time_s"]);
   EXPECT_EQ(jr["plan"]["strategy"], j["ranking"][0]["plan"]["strategy"]);
   EXPECT_EQ(jr["scenario"], "search-llama13b-1024-best");
+  // Around a Hugging Face Trainer's DeepSpeed config ("auto" filled in from the scenario) as well.
+  std::ofstream(d / "ds.json") << R"({"train_batch_size": "auto", "gradient_clipping": "auto",
+      "zero_optimization": {"stage": 3, "reduce_bucket_size": "auto", "overlap_comm": true}})";
+  const Outcome ds = run("search scenarios/search_llama13b_1024.yaml --top 1 --deepspeed '" + (d / "ds.json").string() + "'");
+  EXPECT_EQ(ds.code, 0) << ds.out;
+  EXPECT_NE(ds.out.find("gradient_clipping is not modelled"), std::string::npos) << ds.out;
   // Nothing fits with a margin larger than the device: nothing written, exit 1.
   const fs::path none = d / "none.yaml";
   const Outcome n = run("search scenarios/search_llama13b_1024.yaml --top 1 --memory-margin 1TiB --emit-scenario '" +

@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+
 #include "sim/scenario/scenario.hpp"
 
 namespace shardsim::scenario {
@@ -12,8 +17,9 @@ const char* kScenario = "model: gpt-20b-frontier\ncluster: {preset: frontier, no
 
 TEST(DeepSpeedConfig, ZeroPlusPlusConfigBecomesThePlan) {
   const auto ds = load_deepspeed_config(kData + "ds_config_zeropp.json");
-  // Keys not modelled are named, top-level ones too (precision is the scenario's model dtype).
-  EXPECT_EQ(ds.ignored, (std::vector<std::string>{"bf16", "zero_optimization.contiguous_gradients"}));
+  // Keys not modelled are named (precision is the scenario's model dtype: checked, not ignored).
+  EXPECT_EQ(ds.ignored, (std::vector<std::string>{"zero_optimization.contiguous_gradients"}));
+  EXPECT_EQ(ds.bf16, std::optional<bool>(true));
   const auto s = parse_scenarios(kScenario, "s.yaml", ds.overrides).at(0);
   EXPECT_EQ(s.plan.zero_stage, 3);
   EXPECT_EQ(s.plan.global_batch, 1536);
@@ -77,6 +83,64 @@ void expect_error(const std::string& json, const std::string& key, const std::st
     EXPECT_EQ(e.key_path(), key) << e.what();
     EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
   }
+}
+
+// A config written for the Hugging Face Trainer: "auto" is what the Trainer would fill in — the batch and the
+// accumulation from the scenario, reduce_bucket_size = h^2, stage3_prefetch_bucket_size = 0.9 h^2 and
+// stage3_param_persistence_threshold = 10 h from the model's hidden size (transformers
+// integrations/deepspeed.py, trainer_config_finalize); gradient accumulation and precision given as values are
+// checked against the scenario, and DeepSpeed's deprecated switches still work.
+TEST(DeepSpeedConfig, HuggingFaceAutoValuesComeFromTheScenario) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "shardsim-ds-auto";
+  fs::create_directories(dir);
+  const std::string scenario = (dir / "s.yaml").string();
+  std::ofstream(scenario) << "model: llama2-7b\ncluster: {preset: dgx-h100, nodes: 2}\n"
+                             "plan: {zero_stage: 1, micro_batch: 2, global_batch: 128}\n";
+  const auto ds = parse_deepspeed_config(R"({"train_batch_size": "auto", "train_micro_batch_size_per_gpu": "auto",
+      "gradient_accumulation_steps": "auto", "bf16": {"enabled": "auto"}, "gradient_clipping": "auto",
+      "zero_optimization": {"stage": 3, "reduce_bucket_size": "auto", "stage3_prefetch_bucket_size": "auto",
+                            "stage3_param_persistence_threshold": "auto", "stage3_max_live_parameters": 1e9}})",
+                                         "ds.json");
+  EXPECT_EQ(ds.hidden_size_auto.size(), 3u);
+  const auto s = load_scenarios_with_deepspeed(scenario, ds).at(0);
+  const double h = 4096.0;
+  EXPECT_EQ(s.plan.zero_stage, 3);
+  EXPECT_EQ(s.plan.micro_batch, 2);
+  EXPECT_EQ(s.plan.global_batch, 128);
+  EXPECT_DOUBLE_EQ(s.plan.reduce_bucket.value(), h * h * 2.0);
+  EXPECT_DOUBLE_EQ(s.plan.prefetch_bucket.value(), std::floor(0.9 * h * h) * 2.0);
+  EXPECT_DOUBLE_EQ(s.plan.persistence_threshold.value(), 10.0 * h * 2.0);
+  EXPECT_DOUBLE_EQ(s.plan.max_live_parameters.value(), 2e9);
+  // Values that agree with the scenario pass; ones that do not are errors naming the DeepSpeed key.
+  auto load = [&](const std::string& json) { return load_scenarios_with_deepspeed(scenario, parse_deepspeed_config(json, "ds.json")); };
+  EXPECT_NO_THROW(load(R"({"gradient_accumulation_steps": 4, "bf16": {"enabled": true}, "fp16": {"enabled": false}})"));
+  auto expect = [&](const std::string& json, const std::string& key, const std::string& fragment) {
+    try {
+      (void)load(json);
+      FAIL() << "expected a ConfigError for " << json;
+    } catch (const core::ConfigError& e) {
+      EXPECT_EQ(e.key_path(), key) << e.what();
+      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+    }
+  };
+  expect(R"({"gradient_accumulation_steps": 8})", "gradient_accumulation_steps", "expected 4, as the scenario has it");
+  expect(R"({"fp16": {"enabled": true}})", "fp16.enabled", "trains in bf16");
+  expect(R"({"bf16": {"enabled": false}})", "bf16.enabled", "trains in bf16");
+  expect(R"({"zero_optimization": {"allgather_bucket_size": "auto"}})", "zero_optimization.allgather_bucket_size",
+         "fills in \"auto\" only for");
+  // DeepSpeed refuses keys its zero_optimization does not have; so does shardsim, with a did-you-mean.
+  expect(R"({"zero_optimization": {"stage": 3, "overlap_com": true}})", "zero_optimization.overlap_com",
+         "did you mean 'overlap_comm'");
+  // The deprecated forms: zero_optimization: true (stage 1), cpu_offload / cpu_offload_param.
+  EXPECT_EQ(load(R"({"zero_optimization": true})").at(0).plan.zero_stage, 1);
+  const auto legacy = load(R"({"zero_optimization": {"stage": 3, "cpu_offload": true, "cpu_offload_param": true}})").at(0);
+  EXPECT_TRUE(legacy.plan.offload.optimizer);
+  EXPECT_TRUE(legacy.plan.offload.params);
+  // DeepSpeed takes a field's name for its alias.
+  EXPECT_DOUBLE_EQ(load(R"({"zero_optimization": {"stage": 3, "prefetch_bucket_size": 1000}})").at(0).plan.prefetch_bucket.value(),
+                   2000.0);
+  fs::remove_all(dir);
 }
 
 TEST(DeepSpeedConfig, ErrorsNameTheDeepSpeedKey) {
