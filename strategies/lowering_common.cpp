@@ -96,6 +96,18 @@ void lower_optimizer_step(graph::TaskGraph& g, const StepLowering& step) {
                             *step.norm_group, core::Bytes(4.0), -1, -1);
     for (TaskId r : step.reductions) g.add_dep(*norm, r);
   }
+  if (step.model_parallel_group) {
+    // Every stage waits here for every other: the global norm needs all their gradients.
+    const TaskId global = g.add_collective(step.role, graph::Stream::kCompute, graph::CollectiveOp::kAllReduce,
+                                           Purpose::kGradNorm, *step.model_parallel_group, core::Bytes(4.0), -1, -1);
+    if (norm) {
+      g.add_dep(global, *norm);
+    } else {
+      for (TaskId r : step.reductions) g.add_dep(global, r);
+    }
+    for (TaskId e : step.stage_ends) g.add_dep(global, e);
+    norm = global;
+  }
   auto after_reductions = [&](TaskId t) {
     if (norm) {
       g.add_dep(t, *norm);

@@ -78,6 +78,10 @@ struct StepLowering {
   std::vector<graph::TaskId> reductions;     ///< the step waits for all of them
   std::optional<graph::TaskId> backward_end; ///< the last backward compute (the step runs after backward)
   std::optional<std::uint16_t> norm_group;   ///< set when the gradient norm needs a reduction
+  /// set with pipelines: the norm is then reduced across the model's stages too (DeepSpeed's pipeline engine and
+  /// Megatron-LM clip by the global norm over the model-parallel group), after every stage's `stage_ends`
+  std::optional<std::uint16_t> model_parallel_group;
+  std::vector<graph::TaskId> stage_ends;
   core::Bytes optimizer_bytes;               ///< memory traffic of the Adam step on this rank's shard
   std::optional<std::uint16_t> gather_group; ///< set when updated parameters must be gathered
   double gather_bytes = 0.0;                 ///< the full output of that gather

@@ -44,6 +44,8 @@ void PipelineStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) const
       plan.tp > 1 ? g.add_group({"tp", topology::strided_group_shape(cluster, plan.tp, 1)}) : dp_group;
   // Neighbouring stages are dp x tp ranks apart (pipeline outermost).
   const std::uint16_t p2p_group = g.add_group({"pp", topology::strided_group_shape(cluster, 2, dp * plan.tp)});
+  // One rank of each stage: the group the gradient norm is reduced over across stages.
+  const std::uint16_t stages_group = g.add_group({"stages", topology::strided_group_shape(cluster, p, dp * plan.tp)});
 
   const double pb = core::dtype_bytes(model.param_dtype);
   const double gb = gradient_bytes(model, plan);
@@ -174,10 +176,17 @@ void PipelineStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) const
     last_gpu[role] = last;
   };
 
+  // DeepSpeed's pipeline engine and Megatron-LM take the gradient norm over the whole model (for clipping and the
+  // overflow check: deepspeed@v0.14.0 runtime/utils.py get_global_norm_of_tensors / clip_grad_norm_ over
+  // mpu.get_model_parallel_group(); Megatron-LM core/optimizer/clip_grads.py over the model-parallel group): no
+  // stage steps before every stage's gradients are reduced, so the stage that finishes its backward first waits.
+  std::vector<TaskId> stage_ends;
   auto lower_step = [&]() {
     StepLowering step;
     step.role = role;
     step.reductions = buckets[role].reductions();
+    step.model_parallel_group = stages_group;
+    step.stage_ends = stage_ends;
     const double params = stage_params[role];
     if (sh.optimizer > 1) {
       step.norm_group = dp_group;
@@ -216,13 +225,25 @@ void PipelineStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) const
         progressed = true;
       }
       if (i == ops.size() && !stepped[static_cast<std::size_t>(s)]) {
-        lower_step();
         stepped[static_cast<std::size_t>(s)] = true;
         --remaining;
         progressed = true;
       }
     }
     SHARDSIM_ASSERT(progressed, "pipeline schedule deadlocked");
+  }
+  // Every stage's passes are in: its gradients' last reduction, or its last backward, ends its part.
+  for (int s = 0; s < p; ++s) {
+    const auto& reductions = buckets[static_cast<std::size_t>(s)].reductions();
+    if (!reductions.empty()) {
+      stage_ends.insert(stage_ends.end(), reductions.begin(), reductions.end());
+    } else if (const auto& last = last_gpu[static_cast<std::size_t>(s)]; last) {
+      stage_ends.push_back(*last);
+    }
+  }
+  for (int s = 0; s < p; ++s) {
+    role = static_cast<std::uint16_t>(s);
+    lower_step();
   }
 }
 

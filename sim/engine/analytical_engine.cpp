@@ -194,6 +194,9 @@ void AnalyticalEngine::finish_run(const TaskGraph& g, const EngineOptions& optio
     b = RoleBreakdown{};
     b.role = g.roles().empty() ? std::string("rank") : g.roles()[r];
     analyse_role(g, static_cast<std::uint16_t>(r), b);
+    // A role done before the iteration ends (a pipeline's last stage, which waits for the first stage's last
+    // backward and the step) idles until then: the four parts add up to the iteration for every role.
+    b.idle += core::Seconds(std::max(0.0, finish - b.finish.value()));
     if (options.memory_timeline) replay_memory(g, static_cast<std::uint16_t>(r), b, out.memory[r]);
   }
   if (options.keep_timings) {

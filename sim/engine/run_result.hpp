@@ -29,7 +29,7 @@ struct RoleBreakdown {
   core::Seconds exposed_comm;   ///< communication time with no compute running beside it
   core::Seconds host_busy;      ///< summed host-CPU work (framework hooks, CPU Adam)
   core::Seconds exposed_host;   ///< host-CPU work with neither compute nor communication beside it
-  core::Seconds idle;           ///< none of these (waiting on dependencies)
+  core::Seconds idle;           ///< none of these (waiting on dependencies, or done before the iteration ends)
   std::array<core::Seconds, kPhases> compute_by_phase{};
   std::array<core::Seconds, kPurposes> comm_by_purpose{};     ///< summed durations per purpose (host work too)
   std::array<core::Seconds, kPurposes> exposed_by_purpose{};  ///< exposed communication per purpose

@@ -165,6 +165,9 @@ std::string render_table(const scenario::Scenario& s, const scenario::Evaluation
     }
     o += fmt::format("  {:<26}{:>12}{:>9}\n", s.plan.pp > 1 ? "idle (bubble, waiting)" : "idle (waiting)",
                      sec(r.idle.value()), pct(r.idle.value(), t));
+    if (const double tail = t - r.finish.value(); tail > 0.0) {
+      o += fmt::format("    {:<24}{:>12}{:>9}\n", "after its last task", sec(tail), pct(tail, t));
+    }
     o += fmt::format("  communication busy {} of which hidden behind compute {} ({})\n", sec(r.comm_busy.value()),
                      sec(r.hidden_comm().value()), pct(r.hidden_comm().value(), r.comm_busy.value()));
     o += "  communication by purpose (busy time, summed over streams)\n";

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "sim/engine/analytical_engine.hpp"
 #include "strategies/memory_model.hpp"
 #include "strategies/pipeline_layout.hpp"
@@ -132,6 +134,29 @@ TEST(PipelineLayoutTest, ChunksCoverTheModelOnceAndSchedulesBalance) {
   const PipelineLayout plain(16 + 2, plan);
   EXPECT_EQ(plain.max_in_flight(0), 4);
   EXPECT_EQ(plain.max_in_flight(3), 1);
+}
+
+// The gradient norm is taken over the whole model: each stage's step waits for a reduction across the stages that
+// follows every stage's last backward; and for every stage (the last one included, which finishes its passes
+// first) compute, exposed communication, exposed host work and idle time add up to the iteration.
+TEST(PipelineStrategy, StagesStepAfterTheGlobalNormAndEveryStageAddsUpToTheIteration) {
+  const Pipe pipe(4, 1, 8);
+  const auto& g = pipe.g;
+  int global_norms = 0;
+  for (graph::TaskId t = 0; t < g.size(); ++t) {
+    const auto& task = g.tasks()[t];
+    if (task.purpose != graph::Purpose::kGradNorm || g.groups()[task.group].name != "stages") continue;
+    ++global_norms;
+    std::set<std::uint16_t> after;
+    for (graph::TaskId d : g.deps(t)) after.insert(g.tasks()[d].role);
+    EXPECT_EQ(after.size(), 4u) << g.label(t);
+  }
+  EXPECT_EQ(global_norms, 4);
+  const double iteration = pipe.r.iteration_time.value();
+  for (const auto& role : pipe.r.roles) {
+    const double sum = (role.compute_busy + role.exposed_comm + role.exposed_host + role.idle).value();
+    EXPECT_NEAR(sum, iteration, 1e-9 * iteration) << role.role;
+  }
 }
 
 TEST(PipelineStrategy, MemoryTimelineStaysUnderTheStaticEstimateOnEveryStage) {
