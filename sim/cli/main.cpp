@@ -306,9 +306,11 @@ int cmd_clusters(const std::vector<std::string>& args) {
   }
   for (const auto& name : topology::cluster_preset_names()) {
     const auto* c = topology::find_cluster_preset(name);
-    std::cout << fmt::format("{}: {} x {} per node, {:.0f} GiB HBM at {:.0f} GB/s, max {} nodes\n", c->name,
+    std::cout << fmt::format("{}: {} x {} per node, {:.0f} GiB HBM at {:.0f} GB/s, {}\n", c->name,
                              c->devices_per_node, c->device.name, c->device.hbm.value() / core::kGiB,
-                             c->device.hbm_bandwidth.value() / 1e9, c->max_nodes);
+                             c->device.hbm_bandwidth.value() / 1e9,
+                             c->max_nodes > 0 ? fmt::format("max {} nodes", c->max_nodes)
+                                              : std::string("any number of nodes (built to order)"));
     for (const auto& l : c->levels) {
       std::cout << fmt::format("  level {:<12} {:>8} ranks  {:>7.1f} GB/s per link, shared by {}  ({:.1f} GB/s per "
                                "rank)  latency {:.1f} us  [{}]\n",

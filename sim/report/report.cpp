@@ -234,8 +234,14 @@ std::string render_sweep(const std::vector<scenario::Scenario>& ss, const std::v
   for (const auto& e : evs) sw = std::max(sw, e.strategy.size());
   // Bytes each rank sends per iteration on each network level (levels of the first variant's cluster).
   const auto& levels = ss[0].cluster.levels;
+  // One column per level, as wide as its whole name.
   std::string level_head;
-  for (const auto& l : levels) level_head += fmt::format("  {:>12}", fmt::format("GB@{}", l.name.substr(0, 9)));
+  std::vector<std::size_t> level_w;
+  for (const auto& l : levels) {
+    const std::string head = "GB@" + l.name;
+    level_w.push_back(std::max<std::size_t>(12, head.size()));
+    level_head += fmt::format("  {:>{}}", head, level_w.back());
+  }
   // Weak/strong scaling: when the sweep varies cluster.nodes, each variant's per-GPU throughput relative to the
   // same variant on the fewest nodes.
   std::vector<std::string> keys(ss.size());
@@ -275,7 +281,7 @@ std::string render_sweep(const std::vector<scenario::Scenario>& ss, const std::v
     std::string level_bytes;
     for (std::size_t l = 0; l < levels.size(); ++l) {
       const double b = (l < ss[i].cluster.levels.size() && !ev.run.roles.empty()) ? ev.run.roles[0].bytes_by_level[l] : 0.0;
-      level_bytes += fmt::format("  {:>12.2f}", b / 1e9);
+      level_bytes += fmt::format("  {:>{}.2f}", b / 1e9, level_w[l]);
     }
     o += fmt::format("  {:<{}}  {:<{}}  {:>12}  {:>10.0f}  {:>10.1f}  {:>5.1f}%{}  {:>11}{}  {}\n", ss[i].variant, w,
                      ev.strategy, sw, sec(ev.run.iteration_time.value()), ev.tokens_per_s, ev.model_tflops_per_gpu,

@@ -767,8 +767,11 @@ void resolve_and_check(Scenario& s, const ConfigNode& root, const PlanDeferred& 
   }
   const auto& m = s.model;
   if (m.heads % p.tp != 0) at("tp").fail(fmt::format("model heads = {} is not divisible by tp = {}", m.heads, p.tp));
-  if (m.kv_heads % p.tp != 0 && p.tp % m.kv_heads != 0) {
-    at("tp").fail(fmt::format("model kv_heads = {} and tp = {} do not divide one another", m.kv_heads, p.tp));
+  // Each tensor-parallel rank holds whole key/value groups (Megatron-LM core/transformer/attention.py:
+  // num_query_groups / tp, divided exactly).
+  if (m.kv_heads % p.tp != 0) {
+    at("tp").fail(fmt::format("model kv_heads = {} is not divisible by tp = {} (each tensor-parallel rank holds whole "
+                              "key/value groups)", m.kv_heads, p.tp));
   }
   if (m.ffn_hidden % p.tp != 0) {
     at("tp").fail(fmt::format("model ffn_hidden = {} is not divisible by tp = {}", m.ffn_hidden, p.tp));

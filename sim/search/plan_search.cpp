@@ -102,7 +102,7 @@ struct Candidate {
 SearchSpace default_space(const scenario::Scenario& s) {
   SearchSpace sp;
   for (int t = 1; t <= s.cluster.devices_per_node; t *= 2) {
-    if (s.model.heads % t == 0 && s.model.ffn_hidden % t == 0 && (s.model.kv_heads % t == 0 || t % s.model.kv_heads == 0)) {
+    if (s.model.heads % t == 0 && s.model.ffn_hidden % t == 0 && s.model.kv_heads % t == 0) {
       sp.tp.push_back(t);
     }
   }
@@ -280,8 +280,14 @@ std::string render_search(const scenario::Scenario& base, const SearchResult& r)
          "--memory-margin are needed\n";
     return o;
   }
+  // One column per level, as wide as its whole name.
   std::string level_head;
-  for (const auto& l : c.levels) level_head += fmt::format("  {:>10}", fmt::format("exp@{}", l.name.substr(0, 6)));
+  std::vector<std::size_t> level_w;
+  for (const auto& l : c.levels) {
+    const std::string head = "exp@" + l.name;
+    level_w.push_back(std::max<std::size_t>(10, head.size()));
+    level_head += fmt::format("  {:>{}}", head, level_w.back());
+  }
   std::size_t w = 6;
   for (const auto& k : r.best) w = std::max(w, k.evaluation.strategy.size());
   o += fmt::format("  {:>4}  {:<{}}  {:>3}  {:>3}  {:>3}  {:<9}  {:>10}  {:>10}  {:>10}  {:>10}  {:>10}{}\n", "rank",
@@ -292,7 +298,7 @@ std::string render_search(const scenario::Scenario& base, const SearchResult& r)
     const auto& role = ev.run.roles[0];
     std::string levels;
     for (std::size_t l = 0; l < c.levels.size(); ++l) {
-      levels += fmt::format("  {:>10}", core::format_seconds(role.exposed_by_level[l]));
+      levels += fmt::format("  {:>{}}", core::format_seconds(role.exposed_by_level[l]), level_w[l]);
     }
     o += fmt::format("  {:>4}  {:<{}}  {:>3}  {:>3}  {:>3}  {:<9}  {:>10}  {:>10.1f}  {:>10}  {:>10}  {:>10}{}\n", i + 1,
                      ev.strategy, w, p.tp, p.pp, p.micro_batch, core::recompute_name(p.recompute),

@@ -24,7 +24,7 @@ struct SearchSpace {
 };
 
 /** @brief The space for `s`: its search: section, with defaults for what it leaves out — tp over powers of two
- *  up to a node that divide the heads, pp in {1, 2, 4, 8} dividing the layers, micro-batches 1-8, every recomputation mode, shard factors
+ *  up to a node that divide the heads and the key/value groups, pp in {1, 2, 4, 8} dividing the layers, micro-batches 1-8, every recomputation mode, shard factors
  *  {1, each network level, all}, ZeRO++ switches on. */
 SearchSpace default_space(const scenario::Scenario& s);
 

@@ -112,6 +112,10 @@ TEST(Scenario, HeadsNotDivisibleByTensorParallelism) {
                {8, 7, "plan.tp", "does not divide the cluster's 16 devices"});
   expect_error(replace(replace(kGood, "nodes: 2", "nodes: 3"), "  zero_stage: 3", "  zero_stage: 3\n  tp: 3"),
                {8, 7, "plan.tp", "heads = 32 is not divisible by tp = 3"});
+  // Each rank holds whole key/value groups: LLaMA-2-70B's 8 do not split 16 ways.
+  expect_error(replace(replace(replace(kGood, "llama2-7b", "llama2-70b"), "nodes: 2", "nodes: 4"), "  zero_stage: 3",
+                       "  zero_stage: 3\n  tp: 16"),
+               {8, 7, "plan.tp", "kv_heads = 8 is not divisible by tp = 16"});
 }
 
 TEST(Scenario, GlobalBatchMustBeAMultipleOfMicroBatchTimesDp) {
