@@ -9,6 +9,7 @@
 
 #include "sim/core/errors.hpp"
 #include "sim/engine/collective_cost.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "sim/scenario/text_file.hpp"
 #include "topology/cluster_presets.hpp"
 #include "topology/placement.hpp"
@@ -48,8 +49,13 @@ CollectiveCheck load_collective_check(const std::string& path) {
       if (eq == std::string::npos) throw core::ConfigError(at, "", fmt::format("KEY=VALUE pairs (got '{}')", w));
       const std::string key = w.substr(0, eq), value = w.substr(eq + 1);
       if (key == "cluster") {
-        if (!topology::find_cluster_preset(value)) {
-          throw core::ConfigError(at, key, fmt::format("a cluster preset (got '{}')", value));
+        if (value.ends_with(".yaml")) {
+          // A machine that is no preset: the cluster of a scenario file, relative to this one.
+          c.machine = scenario::load_scenarios((std::filesystem::path(path).parent_path() / value).string()).at(0).cluster;
+        } else if (const auto* preset = topology::find_cluster_preset(value)) {
+          c.machine = *preset;
+        } else {
+          throw core::ConfigError(at, key, fmt::format("a cluster preset or a scenario file FILE.yaml (got '{}')", value));
         }
         c.cluster = value;
       } else if (key == "op") {
@@ -141,7 +147,7 @@ std::vector<CollectiveCheckRow> predict_collective_check(const CollectiveCheck& 
 }
 
 std::vector<CollectiveCheckRow> predict_collective_check(const CollectiveCheck& c) {
-  return predict_collective_check(c, *topology::find_cluster_preset(c.cluster));
+  return predict_collective_check(c, c.machine);
 }
 
 CollectiveCheckSummary summarize(const std::vector<CollectiveCheckRow>& rows) {
@@ -185,17 +191,17 @@ std::string render_collective_checks(const std::vector<CollectiveCheck>& checks,
   std::string o =
       "collective benchmarks: published nccl-tests runs against the collective library model (fit: a preset's network "
       "was fitted to it; check: held out)\n";
-  o += fmt::format("  {:<38} {:<10} {:<5} {:>6} {:>5}  {:>9}  {:>9}  {:>8}\n", "file", "cluster", "role", "ranks", "rows",
+  o += fmt::format("  {:<38} {:<11} {:<5} {:>6} {:>5}  {:>9}  {:>9}  {:>8}\n", "file", "cluster", "role", "ranks", "rows",
                    "mean|err|", "max|err|", "bias");
   std::string detail;
   for (const auto& c : checks) {
     const auto r = predict_collective_check(c);
     const auto s = summarize(r);
     const std::string name = std::filesystem::path(c.path).filename().string();
-    o += fmt::format("  {:<38} {:<10} {:<5} {:>6} {:>5}  {:>8.1f}%  {:>8.1f}%  {:>+7.1f}%\n", name, c.cluster, c.role,
+    o += fmt::format("  {:<38} {:<11} {:<5} {:>6} {:>5}  {:>8.1f}%  {:>8.1f}%  {:>+7.1f}%\n", name, c.machine.name, c.role,
                      c.ranks, r.size(), 100.0 * s.mean_abs, 100.0 * s.max_abs, 100.0 * s.bias);
     if (!rows) continue;
-    detail += fmt::format("\n{} ({} ranks on {};{})\n", name, c.ranks, c.cluster, c.source);
+    detail += fmt::format("\n{} ({} ranks on {};{})\n", name, c.ranks, c.machine.name, c.source);
     detail += fmt::format("  {:>12}  {:>12}  {:>12}  {:>8}  {:>5}  {:>7}\n", "size (B)", "measured us", "predicted us",
                           "error", "algo", "proto");
     for (const auto& x : r) {

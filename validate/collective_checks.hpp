@@ -1,7 +1,7 @@
 #pragma once
 // Published collective benchmarks held against the collective library model (validate/data/collectives/):
-// nccl-tests output whose line `# shardsim: cluster=PRESET op=OP ranks=N [algorithm=A] [protocols=P,...]
-// [role=fit|check]` names the machine, what the run forced (NCCL_ALGO, NCCL_PROTO) and whether a preset's network
+// nccl-tests output whose line `# shardsim: cluster=PRESET|FILE.yaml op=OP ranks=N [algorithm=A] [protocols=P,...]
+// [role=fit|check]` names the machine (a preset, or a scenario file beside it whose cluster is the machine), what the run forced (NCCL_ALGO, NCCL_PROTO) and whether a preset's network
 // parameters were fitted to it. Each row is predicted with
 // engine::estimate_collective on that preset, the group laid on consecutive ranks from rank 0.
 #include <array>
@@ -18,7 +18,8 @@ namespace shardsim::validate {
 
 struct CollectiveCheck {
   std::string path;
-  std::string cluster;  ///< preset name
+  std::string cluster;  ///< preset name, or the machine file's name as the tag gives it
+  core::ClusterSpec machine;  ///< the preset, or the cluster of the scenario file the tag names (cluster=FILE.yaml)
   graph::CollectiveOp op = graph::CollectiveOp::kAllReduce;
   int ranks = 0;
   core::CollectiveAlgorithm algorithm = core::CollectiveAlgorithm::kAuto;
