@@ -12,7 +12,7 @@ PACKAGES := g++ make cmake ninja-build pkg-config libyaml-cpp-dev libboost-progr
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps build demo test test-sanitize bench validate-gpu gpu-bundle clean
+.PHONY: all deps build demo test test-sanitize fuzz bench validate-gpu gpu-bundle clean
 
 all: build
 
@@ -52,6 +52,27 @@ test-sanitize: deps
 	cmake --build $(SANITIZE_BUILD) -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --test-dir $(SANITIZE_BUILD) --output-on-failure -j $(JOBS) -E '$(SANITIZE_SKIP)'
+
+# libFuzzer on every input reader (not part of `make test`): a clang build with the fuzzer and the sanitizers, each
+# target run for FUZZ_SECONDS from its seed corpus (tests/fuzz/fuzz_entries.cpp names the folders). A failure leaves
+# its input in $(FUZZ_BUILD)/findings/<target>/: fix it, and keep the input in tests/fuzz/regressions/<target>/,
+# which the test FuzzCorpus replays.
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := scenario deepspeed hf_config calibration validation_set nccl_tests
+fuzz: deps
+	@command -v clang++ >/dev/null || $(SUDO) apt-get install -y -qq clang libclang-rt-dev
+	cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ -DSHARDSIM_FUZZ=ON \
+	  -DSHARDSIM_WERROR=OFF -DSHARDSIM_CUDA=OFF -DSHARDSIM_HIPCC=SHARDSIM_HIPCC-NOTFOUND
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target $(addprefix fuzz_,$(FUZZ_TARGETS))
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  mkdir -p $(FUZZ_BUILD)/corpus/$$t $(FUZZ_BUILD)/findings/$$t; \
+	  seeds=$$(sed -n "s|.*{\"$$t\", [a-z_]*, {\(.*\)}}.*|\1|p" tests/fuzz/fuzz_entries.cpp | tr -d '",'); \
+	  echo "fuzz_$$t ($(FUZZ_SECONDS) s) from $$seeds"; \
+	  ASAN_OPTIONS=detect_leaks=0 ./$(FUZZ_BUILD)/tests/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -timeout=20 \
+	    -rss_limit_mb=4096 -max_len=65536 -print_final_stats=1 -artifact_prefix=$(FUZZ_BUILD)/findings/$$t/ \
+	    $(FUZZ_BUILD)/corpus/$$t $$seeds 2>&1 | grep -E "^stat::number_of_executed_units|^stat::new_units_added|ERROR|SUMMARY|Test unit written" || true; \
+	done
 
 bench: build
 	./$(BUILD)/shardsim bench

@@ -266,7 +266,7 @@ void apply_parameters(const Calibration& c, scenario::Scenario& s) {
   std::vector<std::pair<const ModelParameter*, double>> updates;
   for (const auto& [name, f] : c.parameters) {
     const std::string key = "parameters." + name;
-    const auto it = std::find_if(known.begin(), known.end(), [&](const auto& p) { return p.name == name; });
+    const auto it = std::find_if(known.begin(), known.end(), [&n = name](const auto& p) { return p.name == n; });
     if (it == known.end()) {
       throw core::ConfigError(f.where, key, fmt::format("cluster '{}' has no such parameter{}; it has: {}", s.cluster.name,
                                                         scenario::suggest(name, names), scenario::join(names)));

@@ -110,7 +110,11 @@ graph::CollectiveOp parse_collective_op(const std::string& name) {
 }
 
 std::vector<CollectiveSample> load_collective_samples(const std::string& path, graph::CollectiveOp op, int ranks) {
-  const std::string text = scenario::read_text_file(path, "collective benchmark");
+  return parse_collective_samples(scenario::read_text_file(path, "collective benchmark"), path, op, ranks);
+}
+
+std::vector<CollectiveSample> parse_collective_samples(const std::string& text, const std::string& path,
+                                                       graph::CollectiveOp op, int ranks) {
   const bool csv = text.find("size(B)") != std::string::npos && text.find(',') != std::string::npos;
   auto out = csv ? parse_csv(text, path, op, ranks) : parse_nccl_tests(text, path, op, ranks);
   if (out.empty()) throw core::ConfigError({path, 1, 1}, "", "at least one measured size");

@@ -32,6 +32,9 @@ struct CollectiveSample {
 /** @brief Reads one benchmark output. `ranks` > 0 overrides (and, for CSV, supplies) the rank count. Throws
  *  core::ConfigError naming the file and line of anything it cannot read. */
 std::vector<CollectiveSample> load_collective_samples(const std::string& path, graph::CollectiveOp op, int ranks);
+/** @brief The same on the file's `text` (named `path` in messages). */
+std::vector<CollectiveSample> parse_collective_samples(const std::string& text, const std::string& path,
+                                                       graph::CollectiveOp op, int ranks);
 
 /** @brief The collective named as nccl-tests names its binaries: all_reduce, all_gather, reduce_scatter,
  *  alltoall, sendrecv. Throws core::ConfigError listing them. */

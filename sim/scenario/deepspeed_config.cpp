@@ -9,6 +9,7 @@
 
 #include "sim/scenario/config_node.hpp"
 #include "sim/scenario/scenario.hpp"
+#include "sim/scenario/json_text.hpp"
 #include "sim/scenario/text_file.hpp"
 
 namespace shardsim::scenario {
@@ -50,12 +51,7 @@ bool is_auto(const json& v) { return v.is_string() && v.get<std::string>() == "a
 }  // namespace
 
 DeepSpeedPlan parse_deepspeed_config(const std::string& text, const std::string& file) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw core::ConfigError(location_of_byte(file, text, e.byte), "", fmt::format("invalid JSON: {}", e.what()));
-  }
+  const json j = parse_json_text(text, file);
   const core::SourceLocation where{file, 0, 0};
   if (!j.is_object()) throw core::ConfigError(core::SourceLocation{file, 1, 1}, "", "expected a JSON object");
   DeepSpeedPlan out;
@@ -130,7 +126,10 @@ DeepSpeedPlan parse_deepspeed_config(const std::string& text, const std::string&
       throw core::ConfigError(where, path + ".device", fmt::format("{} offload is not modelled; use cpu", device));
     }
   };
-  for (const auto& [key, v] : z.items()) {
+  for (const auto& item : z.items()) {
+    // (not a structured binding: lambdas below capture the value)
+    const std::string key = item.key();
+    const json& v = item.value();
     const std::string path = "zero_optimization." + key;
     const std::string field = field_of(key);
     if (std::find(zero_keys().begin(), zero_keys().end(), key) == zero_keys().end()) {

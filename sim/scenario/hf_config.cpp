@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/core/errors.hpp"
+#include "sim/scenario/json_text.hpp"
 #include "sim/scenario/text_file.hpp"
 
 namespace shardsim::scenario {
@@ -41,12 +42,7 @@ struct Reader {
 }  // namespace
 
 core::ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw core::ConfigError(location_of_byte(file, text, e.byte), "", fmt::format("invalid JSON: {}", e.what()));
-  }
+  const json j = parse_json_text(text, file);
   if (!j.is_object()) throw core::ConfigError(core::SourceLocation{file, 1, 1}, "", "expected a JSON object");
   const Reader r{j, file};
   if (!j.contains("model_type") || !j.at("model_type").is_string()) {

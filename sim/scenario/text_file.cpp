@@ -5,6 +5,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "sim/scenario/json_text.hpp"
+
 namespace shardsim::scenario {
 
 std::string read_text_file(const std::string& path, const char* what) {
@@ -27,6 +29,16 @@ core::SourceLocation location_of_byte(const std::string& file, const std::string
     }
   }
   return core::SourceLocation{file, line, col};
+}
+
+nlohmann::json parse_json_text(const std::string& text, const std::string& file) {
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw core::ConfigError(location_of_byte(file, text, e.byte), "", fmt::format("invalid JSON: {}", e.what()));
+  } catch (const nlohmann::json::exception& e) {
+    throw core::ConfigError(core::SourceLocation{file, 0, 0}, "", fmt::format("expected JSON whose numbers a double can hold: {}", e.what()));
+  }
 }
 
 }  // namespace shardsim::scenario
