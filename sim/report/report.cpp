@@ -84,6 +84,15 @@ std::string render_table(const scenario::Scenario& s, const scenario::Evaluation
                    c.devices_per_node, c.device.name, c.total_devices(),
                    c.device.peak_for(m.param_dtype)->value() / 1e12, core::dtype_name(m.param_dtype),
                    gib(c.device.hbm.value()));
+  // The network levels with their sources, guesses marked as the presets mark them.
+  for (std::size_t l = 0; l < c.levels.size(); ++l) {
+    const auto& lv = c.levels[l];
+    o += fmt::format("{}{}: {} ranks, {:.4g} GB/s per link{}, {:.3g} us ({})\n", l == 0 ? "network   " : "          ",
+                     lv.name, l + 1 == c.levels.size() ? std::string("all") : std::to_string(lv.domain_ranks),
+                     lv.link_bandwidth.value() / 1e9,
+                     lv.shared_by > 1 ? fmt::format(" shared by {}", lv.shared_by) : std::string(),
+                     lv.latency.value() * 1e6, lv.source.empty() ? std::string("[guess]") : lv.source);
+  }
   const auto& d = c.device;
   o += fmt::format("device    GEMM ceiling {:.2f}, flash attention {:.2f}/{:.2f}{}, memory-bound {:.2f} of {:.0f} GB/s, {} compute "
                    "units, {:.1f} us per kernel, compute {} beside collectives ({})\n",
