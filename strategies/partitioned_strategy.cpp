@@ -225,15 +225,15 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
     return g.add_kernel(role, gather_stream, purpose, unit, micro, core::Bytes(elements * (1.0 + pb)));
   };
 
-  // The reduction chain of one gradient bucket of `bytes` (fp16/bf16) holding `tensors` parameter tensors, in
-  // micro-batch `micro`.
   // DeepSpeed ZeRO-3 keeps at most two bucket reductions and two parameter fetches in flight past the host: before
   // it reduces a bucket, and before it waits on a submodule's parameters, its host thread synchronises with the
   // event of the third-last one (deepspeed@v0.14.4 runtime/zero/stage3.py __reduce_and_partition_ipg_grads:
   // max_param_reduce_events = 2; partitioned_param_coordinator.py fetch_sub_module: __max_ongoing_fetch_events
   // = 2). Where the collectives are slow the host, and so every later launch and fetch it issues, waits for them.
   constexpr std::size_t kDeepSpeedInFlight = 2;
-  std::vector<TaskId> reduce_ends;
+  std::vector<TaskId> reduce_ends;  // each bucket's last reduction task, in order
+  // The reduction chain of one gradient bucket of `bytes` (fp16/bf16) holding `tensors` parameter tensors, in
+  // micro-batch `micro`.
   auto emit_reduction = [&](double bytes, int tensors, TaskId producer, int unit, int micro) {
     const bool boundary = micro == micros - 1;
     const double elements = bytes / gb;

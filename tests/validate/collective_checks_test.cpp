@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <stdexcept>
 #include <fstream>
+#include <stdexcept>
 
 #include "sim/core/errors.hpp"
 #include "sim/engine/collective_cost.hpp"
