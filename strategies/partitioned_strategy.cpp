@@ -136,8 +136,10 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
   const double gb = gradient_bytes(model, plan);
   const double k = model.optimizer_bytes_per_param();
   const ModelStates states = device_state_bytes(costs.params_per_rank, plan, pb, gb, k);
-  g.set_baseline(role, states.total() + plan.workspace.value() + cluster.device.runtime_reserved.value() +
-                     (sh.secondary > 0 ? pb * costs.params_per_rank / sh.secondary : 0.0));
+  g.set_baseline(role, {.params = states.params + (sh.secondary > 0 ? pb * costs.params_per_rank / sh.secondary : 0.0),
+                        .grads = states.grads,
+                        .optimizer = states.optimizer,
+                        .reserved = plan.workspace.value() + cluster.device.runtime_reserved.value()});
 
   const bool overlap = plan.overlaps_comm();
   const Stream gather_stream = overlap ? Stream::kParamGather : Stream::kCompute;

@@ -55,7 +55,10 @@ void PipelineStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) const
     for (int u : layout.stage_units(s)) stage_params[static_cast<std::size_t>(s)] += costs.units[static_cast<std::size_t>(u)].params;
     const ModelStates st = sharded_state_bytes(stage_params[static_cast<std::size_t>(s)], sh, pb, gb, k);
     g.set_baseline(static_cast<std::uint16_t>(s),
-                   st.total() + plan.workspace.value() + cluster.device.runtime_reserved.value());
+                   {.params = st.params,
+                    .grads = st.grads,
+                    .optimizer = st.optimizer,
+                    .reserved = plan.workspace.value() + cluster.device.runtime_reserved.value()});
   }
 
   const bool overlap = plan.overlaps_comm();

@@ -306,14 +306,15 @@ void AnalyticalEngine::replay_memory(const TaskGraph& g, std::uint16_t role, Rol
   double peak = cur;
   b.peak_memory_by_kind = {};
   samples.clear();
-  samples.push_back(MemorySample{0.0, cur});
+  samples.push_back(MemorySample{0.0, cur, live});
   for (const Ev& e : evs) {
     cur += e.bytes;
     live[static_cast<std::size_t>(e.kind)] += e.bytes;
     if (!samples.empty() && samples.back().time_s == e.t) {
       samples.back().bytes = cur;
+      samples.back().transient = live;
     } else {
-      samples.push_back(MemorySample{e.t, cur});
+      samples.push_back(MemorySample{e.t, cur, live});
     }
     if (cur > peak) {
       peak = cur;

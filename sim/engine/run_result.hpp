@@ -45,7 +45,8 @@ struct RoleBreakdown {
 
 struct MemorySample {
   double time_s = 0.0;
-  double bytes = 0.0;  ///< resident bytes after the events at time_s
+  double bytes = 0.0;                         ///< bytes in use after the events at time_s (resident + transient)
+  std::array<double, kMemKinds> transient{};  ///< of which allocated and freed during the iteration, per kind
 };
 
 /** @brief A link of the SimGrid engine's platform and how busy one iteration kept it (one direction). */

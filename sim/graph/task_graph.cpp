@@ -96,13 +96,17 @@ std::uint16_t TaskGraph::add_role(std::string name) {
   return static_cast<std::uint16_t>(roles_.size() - 1);
 }
 
-void TaskGraph::set_baseline(std::uint16_t role, double bytes) {
+void TaskGraph::set_baseline(std::uint16_t role, const ResidentMemory& resident) {
   SHARDSIM_ASSERT(role < roles_.size(), "baseline for an unknown role");
-  baseline_.resize(roles_.size(), 0.0);
-  baseline_[role] = bytes;
+  baseline_.resize(roles_.size());
+  baseline_[role] = resident;
 }
 
-double TaskGraph::baseline(std::uint16_t role) const { return role < baseline_.size() ? baseline_[role] : 0.0; }
+double TaskGraph::baseline(std::uint16_t role) const { return resident(role).total(); }
+
+ResidentMemory TaskGraph::resident(std::uint16_t role) const {
+  return role < baseline_.size() ? baseline_[role] : ResidentMemory{};
+}
 
 std::uint16_t TaskGraph::add_group(CommGroup group) {
   SHARDSIM_ASSERT(group.shape.size >= 1, "empty communication group");

@@ -60,6 +60,15 @@ std::string_view collective_name(CollectiveOp op);
 std::string_view purpose_name(Purpose p);
 std::string_view mem_kind_name(MemKind k);
 
+/** @brief What a rank holds all iteration long, in bytes: its model states and the memory set aside. */
+struct ResidentMemory {
+  double params = 0.0;     ///< its parameter shard (and hpZ's secondary copy)
+  double grads = 0.0;      ///< its gradient shard
+  double optimizer = 0.0;  ///< its optimizer-state shard
+  double reserved = 0.0;   ///< workspace allowance and the runtime's reserve
+  [[nodiscard]] double total() const { return params + grads + optimizer + reserved; }
+};
+
 /** @brief How a rank group sits on the network levels: ranks_within[l] = members of the group inside one
  *  domain of level l (uniform over domains). ranks_within[levels-1] == size. */
 struct GroupShape {
@@ -155,9 +164,11 @@ class TaskGraph {
 
   core::Dtype compute_dtype = core::Dtype::kBf16;  ///< dtype the GEMMs run in (picks the device peak)
   std::array<CodecCost, static_cast<std::size_t>(Purpose::kCount)> codecs{};  ///< compression per purpose
-  /** @brief Memory resident all iteration on a rank of `role` (model states, reserves). */
-  void set_baseline(std::uint16_t role, double bytes);
+  /** @brief Memory resident all iteration on a rank of `role` (model states, reserves), by what it holds. */
+  void set_baseline(std::uint16_t role, const ResidentMemory& resident);
+  /** @brief The resident bytes of `role` in all. */
   [[nodiscard]] double baseline(std::uint16_t role) const;
+  [[nodiscard]] ResidentMemory resident(std::uint16_t role) const;
 
  private:
   std::vector<Task> tasks_;
@@ -165,7 +176,7 @@ class TaskGraph {
   std::vector<CommGroup> groups_;
   std::vector<std::string> roles_;
   std::vector<MemEvent> mem_;
-  std::vector<double> baseline_;  ///< per role
+  std::vector<ResidentMemory> baseline_;  ///< per role
 };
 
 }  // namespace shardsim::graph

@@ -1,7 +1,7 @@
 #pragma once
 // Timelines of one evaluated iteration for people to look at: a Chrome/Perfetto trace (one process per rank
-// role, one thread per stream, every task as a complete event, a memory counter track) and the memory-over-
-// time samples as CSV. Deterministic: same evaluation, same bytes.
+// role, one thread per stream, every task as a complete event, memory counter tracks: in all and by category)
+// and the memory-over-time samples as CSV. Deterministic: same evaluation, same bytes.
 #include <string>
 
 #include "sim/graph/task_graph.hpp"
@@ -12,7 +12,9 @@ namespace shardsim::report {
 /** @brief Chrome trace-event JSON (opens in Perfetto and chrome://tracing). Precondition: `ev` was evaluated
  *  with timings and the memory timeline kept. */
 std::string chrome_trace(const scenario::Evaluation& ev);
-/** @brief "role,time_s,bytes" rows of the memory timeline. */
+/** @brief The memory timeline as CSV: role, time_s, bytes in use, then the same by category: what the rank
+ *  holds all iteration (params, grads, optimizer, reserved) and what comes and goes (activations,
+ *  gathered_params, grad_buffers, gather_buffers, logits). */
 std::string memory_csv(const scenario::Evaluation& ev);
 
 }  // namespace shardsim::report

@@ -99,8 +99,30 @@ TEST(Cli, TraceAndMemoryCsvDescribeTheIteration) {
   EXPECT_GT(complete, 1000);
   EXPECT_GT(counters, 100);
   const std::string csv = read(d / "m.csv");
-  EXPECT_EQ(csv.rfind("role,time_s,bytes\n", 0), 0u);
+  EXPECT_EQ(csv.rfind("role,time_s,bytes,params,grads,optimizer,reserved,activations,gathered_params,grad_buffers,"
+                      "gather_buffers,logits\n",
+                      0),
+            0u);
   EXPECT_NE(csv.find("stage 3,"), std::string::npos);
+  // The categories add up to the bytes in use at every sample, and activations come and go.
+  std::istringstream lines(csv);
+  std::string line;
+  std::getline(lines, line);
+  double most_activations = 0.0;
+  int samples = 0;
+  while (std::getline(lines, line)) {
+    std::vector<double> cells;
+    std::istringstream row(line.substr(line.find(',') + 1));
+    for (std::string cell; std::getline(row, cell, ',');) cells.push_back(std::stod(cell));
+    ASSERT_EQ(cells.size(), 11u) << line;
+    double parts = 0.0;
+    for (std::size_t i = 2; i < cells.size(); ++i) parts += cells[i];
+    EXPECT_NEAR(parts, cells[1], 16.0) << line;
+    most_activations = std::max(most_activations, cells[6]);
+    ++samples;
+  }
+  EXPECT_GT(samples, 100);
+  EXPECT_GT(most_activations, 1e9);
   // Deterministic.
   const std::string first = read(d / "t.json");
   ASSERT_EQ(run(args).code, 0);

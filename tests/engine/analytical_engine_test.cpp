@@ -123,7 +123,7 @@ TEST(AnalyticalEngine, OverlappingCollectivesOnTwoStreamsAreCountedOnce) {
 
 TEST(AnalyticalEngine, MemoryTimelineTracksAllocationsAndFrees) {
   Fixture f;
-  f.g.set_baseline(f.role, 100.0);
+  f.g.set_baseline(f.role, {.reserved = 100.0});
   const auto c1 = f.g.add_compute(f.role, Phase::kForward, 1, 0, core::Flops(kOneSecond), core::Bytes(0));
   f.g.add_mem(c1, false, graph::MemKind::kActivations, core::Bytes(50));
   const auto c2 = f.g.add_compute(f.role, Phase::kBackward, 1, 0, core::Flops(kOneSecond), core::Bytes(0));
