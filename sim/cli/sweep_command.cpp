@@ -71,6 +71,16 @@ Json row_of(const scenario::SweepPoint& p) {
     r["memory_bytes"] = ev.memory.total.value();
     r["memory_capacity_bytes"] = ev.memory.capacity.value();
     r["fits"] = ev.memory.fits;
+    // Where the time went on the rank role that finishes last, and every role in full (as run --json has it).
+    const auto last = std::max_element(ev.run.roles.begin(), ev.run.roles.end(),
+                                       [](const auto& a, const auto& b) { return a.finish < b.finish; });
+    if (last != ev.run.roles.end()) {
+      r["compute_s"] = last->compute_busy.value();
+      r["exposed_comm_s"] = last->exposed_comm.value();
+      r["exposed_host_s"] = last->exposed_host.value();
+      r["idle_s"] = last->idle.value();
+    }
+    r["roles"] = report::roles_json(s, ev);
     if (!ev.memory.fits) {
       r["status"] = "does-not-fit";
       r["reason"] = fmt::format("needs {:.2f} GiB of {:.2f} GiB per device", ev.memory.total.value() / core::kGiB,
@@ -238,7 +248,8 @@ const std::vector<std::string>& sweep_columns() {
       "params",       "cluster",      "nodes",      "devices",     "device",       "dp",
       "tp",           "pp",           "zero_stage", "framework",   "micro_batch",  "global_batch",
       "recompute",    "strategy",     "iteration_time_s", "tokens_per_s", "samples_per_s", "model_tflops_per_gpu",
-      "mfu",          "memory_bytes", "memory_capacity_bytes", "fits"};
+      "mfu",          "memory_bytes", "memory_capacity_bytes", "fits", "compute_s", "exposed_comm_s",
+      "exposed_host_s", "idle_s"};
   return kColumns;
 }
 

@@ -300,6 +300,41 @@ std::string render_sweep(const std::vector<scenario::Scenario>& ss, const std::v
   return o;
 }
 
+nlohmann::ordered_json roles_json(const scenario::Scenario& s, const scenario::Evaluation& ev) {
+  using J = nlohmann::ordered_json;
+  const core::ClusterSpec& c = s.cluster;
+  J roles = J::array();
+  for (const auto& r : ev.run.roles) {
+    J phases = J::object();
+    for (std::size_t i = 0; i < kPhases; ++i) {
+      phases[std::string(graph::phase_name(static_cast<graph::Phase>(i)))] = r.compute_by_phase[i].value();
+    }
+    J purposes = J::object();
+    for (std::size_t i = 0; i < kPurposes; ++i) {
+      if (i == static_cast<std::size_t>(graph::Purpose::kCompute)) continue;
+      purposes[std::string(graph::purpose_name(static_cast<graph::Purpose>(i)))] = {
+          {"busy_s", r.comm_by_purpose[i].value()},
+          {"exposed_s", r.exposed_by_purpose[i].value() + r.exposed_host_by_purpose[i].value()}};
+    }
+    J bytes = J::object();
+    for (std::size_t l = 0; l < c.levels.size(); ++l) bytes[c.levels[l].name] = r.bytes_by_level[l];
+    roles.push_back({{"role", r.role},
+                     {"finish_s", r.finish.value()},
+                     {"compute_s", r.compute_busy.value()},
+                     {"compute_by_phase_s", phases},
+                     {"comm_busy_s", r.comm_busy.value()},
+                     {"exposed_comm_s", r.exposed_comm.value()},
+                     {"hidden_comm_s", r.hidden_comm().value()},
+                     {"host_busy_s", r.host_busy.value()},
+                     {"exposed_host_s", r.exposed_host.value()},
+                     {"idle_s", r.idle.value()},
+                     {"comm_by_purpose", purposes},
+                     {"bytes_sent_by_level", bytes},
+                     {"timeline_peak_memory_bytes", r.peak_memory_bytes}});
+  }
+  return roles;
+}
+
 nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Evaluation& ev) {
   using J = nlohmann::ordered_json;
   const auto& m = s.model;
@@ -380,36 +415,7 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
                       {"hardware_tflops_per_gpu", ev.hardware_tflops_per_gpu},
                       {"mfu", ev.mfu},
                       {"flop_convention", "Narayanan et al. 2021: 2 FLOP per MAC, 3x forward; hardware adds recomputation"}};
-  J roles = J::array();
-  for (const auto& r : ev.run.roles) {
-    J phases = J::object();
-    for (std::size_t i = 0; i < kPhases; ++i) {
-      phases[std::string(graph::phase_name(static_cast<graph::Phase>(i)))] = r.compute_by_phase[i].value();
-    }
-    J purposes = J::object();
-    for (std::size_t i = 0; i < kPurposes; ++i) {
-      if (i == static_cast<std::size_t>(graph::Purpose::kCompute)) continue;
-      purposes[std::string(graph::purpose_name(static_cast<graph::Purpose>(i)))] = {
-          {"busy_s", r.comm_by_purpose[i].value()},
-          {"exposed_s", r.exposed_by_purpose[i].value() + r.exposed_host_by_purpose[i].value()}};
-    }
-    J bytes = J::object();
-    for (std::size_t l = 0; l < c.levels.size(); ++l) bytes[c.levels[l].name] = r.bytes_by_level[l];
-    roles.push_back({{"role", r.role},
-                     {"finish_s", r.finish.value()},
-                     {"compute_s", r.compute_busy.value()},
-                     {"compute_by_phase_s", phases},
-                     {"comm_busy_s", r.comm_busy.value()},
-                     {"exposed_comm_s", r.exposed_comm.value()},
-                     {"hidden_comm_s", r.hidden_comm().value()},
-                     {"host_busy_s", r.host_busy.value()},
-                     {"exposed_host_s", r.exposed_host.value()},
-                     {"idle_s", r.idle.value()},
-                     {"comm_by_purpose", purposes},
-                     {"bytes_sent_by_level", bytes},
-                     {"timeline_peak_memory_bytes", r.peak_memory_bytes}});
-  }
-  j["roles"] = roles;
+  j["roles"] = roles_json(s, ev);
   J items = J::array();
   for (const auto& it : ev.memory.items) items.push_back({{"name", it.name}, {"bytes", it.bytes.value()}, {"note", it.note}});
   j["memory"] = {{"items", items},

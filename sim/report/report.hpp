@@ -18,6 +18,8 @@ std::string render_table(const scenario::Scenario& s, const scenario::Evaluation
 std::string render_sweep(const std::vector<scenario::Scenario>& s, const std::vector<scenario::Evaluation>& ev);
 /** @brief The JSON document of one scenario (numbers in base units: seconds, bytes). */
 nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Evaluation& ev);
+/** @brief Where each rank role's time went and what it sent per network level (the `roles` array of to_json). */
+nlohmann::ordered_json roles_json(const scenario::Scenario& s, const scenario::Evaluation& ev);
 
 /** @brief An output file that cannot be written (bad path, no permission): the user's to fix, exit code 2. */
 class OutputError : public std::runtime_error {
