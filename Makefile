@@ -8,11 +8,12 @@ DEMO ?= scenarios/frontier_gpt20b_zero3.yaml
 # Debian packages the build needs (checked one by one; apt-get runs only when something is missing).
 # hipcc/libamdhip64-dev compile the kernels for AMD MI250X; nvcc (CUDA, for H100) is used when on the machine.
 PACKAGES := g++ make cmake ninja-build pkg-config libyaml-cpp-dev libboost-program-options-dev \
-            libeigen3-dev libcsv-dev nlohmann-json3-dev libfmt-dev libgtest-dev libzfp-dev hipcc libamdhip64-dev libsimgrid-dev
+            libeigen3-dev libcsv-dev nlohmann-json3-dev libfmt-dev libgtest-dev libzfp-dev hipcc libamdhip64-dev libsimgrid-dev \
+            python3-matplotlib python3-pandas jupyter-nbconvert python3-ipykernel
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps build demo test test-sanitize fuzz bench validate-gpu gpu-bundle clean
+.PHONY: all deps build demo test test-sanitize notebooks fuzz bench validate-gpu gpu-bundle clean
 
 all: build
 
@@ -41,11 +42,16 @@ test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 	$(MAKE) test-sanitize
 
+# The notebooks (notebooks/*.ipynb) executed headless on data the CLI writes; figures in $(BUILD)/notebooks/figures.
+# `make test` runs them too (the ctest Notebooks.WriteTheirFigures).
+notebooks: build
+	/usr/bin/python3 notebooks/run_notebooks.py --shardsim $(BUILD)/shardsim --out $(BUILD)/notebooks
+
 # The tests once more under AddressSanitizer and UndefinedBehaviorSanitizer, in a second build folder without the
 # GPU kernels (their CPU references are the same code); the ones that re-run whole validation sets are left to
 # the plain build above, for time.
 SANITIZE_BUILD ?= build-sanitize
-SANITIZE_SKIP := ^(Validate\.|Calibrate\.|Readme\.|HostHooks\.Megatron|SimGridEngine\.AgreesWith|SimGridEngine\.NodeSymmetry)
+SANITIZE_SKIP := ^(Notebooks\.|Validate\.|Calibrate\.|Readme\.|HostHooks\.Megatron|SimGridEngine\.AgreesWith|SimGridEngine\.NodeSymmetry)
 test-sanitize: deps
 	cmake -S . -B $(SANITIZE_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE=-O1 -DSHARDSIM_SANITIZE=ON \
 	  -DSHARDSIM_CUDA=OFF -DSHARDSIM_HIPCC=SHARDSIM_HIPCC-NOTFOUND

@@ -188,6 +188,7 @@ void write_results(const fs::path& dir, const std::map<std::size_t, Json>& rows)
       csv += csv_cell(v);
       ordered[cols[i]] = v;
     }
+    if (row.contains("roles")) ordered["roles"] = row["roles"];  // JSON Lines only: nested
     csv += "\n";
     jsonl += ordered.dump() + "\n";
   }
