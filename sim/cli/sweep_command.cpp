@@ -14,11 +14,13 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
 
 #include "sim/cli/command_support.hpp"
+#include "sim/cli/sweep_mpi.hpp"
 #include "sim/report/report.hpp"
 #include "sim/scenario/evaluate.hpp"
 #include "sim/scenario/text_file.hpp"
@@ -262,9 +264,12 @@ int cmd_sweep(const std::vector<std::string>& args) {
       "in DIR/journal.jsonl as points finish: run the same command again to resume after an interruption.\n\noptions");
   opts.add_options()("help,h", "show this help")("scenario", po::value<std::string>(), "the scenario file")(
       "output,o", po::value<std::string>(), "results folder (created if missing)")(
-      "jobs,j", po::value<int>()->default_value(0), "points evaluated at once (0: one per core)")(
+      "jobs,j", po::value<int>()->default_value(0), "points evaluated at once (0: one per core; under MPI, one per "
+      "rank)")(
       "shard", po::value<std::string>(), "i/N: only every N-th point from the i-th (1-based), for job arrays; "
-      "join the shards' folders with shardsim merge");
+      "join the shards' folders with shardsim merge")(
+      "mpi", "hand the points out to the ranks of an MPI job (on by itself under mpirun): rank 0 keeps the folder, "
+      "the others evaluate a point at a time");
   const auto parsed = parse_command(args, opts, "scenario");
   if (!parsed) return kOk;
   const auto& vm = *parsed;
@@ -278,6 +283,22 @@ int cmd_sweep(const std::vector<std::string>& args) {
   const scenario::SweepPlan plan(scenario::ConfigNode::parse(text, file), file, text);
   std::vector<std::size_t> mine;
   for (std::size_t i = shard; i < plan.size(); i += shards) mine.push_back(i);
+
+  // Under MPI, ranks other than 0 only evaluate the points rank 0 hands them.
+  std::optional<MpiJob> mpi;
+  if (launched_by_mpi(vm.count("mpi") > 0)) mpi.emplace();
+  if (mpi && mpi->rank() > 0) {
+    mpi->work([&](std::size_t i) { return row_of(plan.try_point(i)).dump(); });
+    return kOk;
+  }
+  // Should rank 0 fail before it hands out points (an unwritable folder, another sweep's journal), the other
+  // ranks are let go rather than left waiting.
+  struct LetGo {
+    const MpiJob* job;
+    ~LetGo() {
+      if (job) job->coordinate({}, {});
+    }
+  } let_go{mpi && mpi->size() > 1 ? &*mpi : nullptr};
 
   const fs::path dir(vm["output"].as<std::string>());
   make_folder(dir);
@@ -338,11 +359,22 @@ int cmd_sweep(const std::vector<std::string>& args) {
       progress.tick(++done, not_evaluated);
     }
   };
-  std::vector<std::thread> pool;
-  for (std::size_t t = 1; t < workers; ++t) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
-  if (failure) std::rethrow_exception(failure);
+  if (mpi && mpi->size() > 1) {
+    let_go.job = nullptr;
+    mpi->coordinate(todo, [&](std::size_t point, const std::string& row_text) {
+      Json row = Json::parse(row_text);
+      journal.append(row);
+      not_evaluated += row.at("status") == "ok" ? 0 : 1;
+      rows[point] = std::move(row);
+      progress.tick(++done, not_evaluated);
+    });
+  } else {
+    std::vector<std::thread> pool;
+    for (std::size_t t = 1; t < workers; ++t) pool.emplace_back(work);
+    work();
+    for (auto& t : pool) t.join();
+    if (failure) std::rethrow_exception(failure);
+  }
   progress.tick(done, not_evaluated, true);
   std::map<std::size_t, Json> out;
   for (std::size_t i : mine) out[i] = rows.at(i);

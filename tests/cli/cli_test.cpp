@@ -327,6 +327,57 @@ TEST(Sweep, RowsAreTheSameWhateverTheThreadsKillsOrShards) {
   fs::remove_all(d);
 }
 
+// Under mpirun the points are handed out over MPI (rank 0 keeps the folder): the same bytes as on threads, a
+// resume included; a failure of rank 0 lets the other ranks go (no hang) and exits 2.
+TEST(Sweep, UnderMpirunTheRowsAreTheSame) {
+#ifndef SHARDSIM_MPIEXEC
+  GTEST_SKIP() << "shardsim built without MPI (Debian: libopenmpi-dev)";
+#else
+  const fs::path d = temp_dir();
+  std::ofstream(d / "sweep.yaml") << "model: llama2-7b\ncluster: {preset: dgx-h100, nodes: 1}\n"
+                                     "plan: {zero_stage: 1, micro_batch: 1, global_batch: 64, recompute: full}\n"
+                                     "sweep:\n  plan.zero_stage: [1, 2, 3]\n  plan.micro_batch: [1, 2, 3, 4]\n"
+                                     "  cluster.nodes: [1, 2, 4]\n";
+  const std::string sweep = "sweep '" + (d / "sweep.yaml").string() + "' -o ";
+  Outcome r = run(sweep + "'" + (d / "threads").string() + "' -j 2");
+  ASSERT_EQ(r.code, 0) << r.out;
+  // Open MPI as CI runs it: as root, two ranks on two cores, no single-copy shared memory in containers.
+  const std::string mpirun = std::string("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
+                                         "OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1 ") +
+                             SHARDSIM_MPIEXEC + " -np 2 --oversubscribe '" + kBinary + "' ";
+  auto under_mpi = [&](const std::string& args) {
+    Outcome o;
+    const std::string cmd = "cd '" + kSource.string() + "' && " + mpirun + args + " 2>&1";
+    FILE* p = popen(cmd.c_str(), "r");
+    std::array<char, 4096> buf{};
+    std::size_t n = 0;
+    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) o.out.append(buf.data(), n);
+    const int status = pclose(p);
+    o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return o;
+  };
+  r = under_mpi(sweep + "'" + (d / "mpi").string() + "'");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(read(d / "mpi" / "results.csv"), read(d / "threads" / "results.csv"));
+  EXPECT_EQ(read(d / "mpi" / "results.jsonl"), read(d / "threads" / "results.jsonl"));
+  // A journal cut part-way resumes under MPI as on threads.
+  {
+    const std::string journal = read(d / "threads" / "journal.jsonl");
+    fs::create_directories(d / "cut");
+    std::ofstream(d / "cut" / "journal.jsonl") << journal.substr(0, journal.size() / 3);
+  }
+  r = under_mpi(sweep + "'" + (d / "cut").string() + "'");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(read(d / "cut" / "results.jsonl"), read(d / "threads" / "results.jsonl"));
+  // Rank 0 refuses another sweep's folder: every rank ends, the exit code is 2.
+  std::ofstream(d / "sweep.yaml", std::ios::app) << "  plan.recompute: [full]\n";
+  r = under_mpi(sweep + "'" + (d / "mpi").string() + "'");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("holds the journal of another sweep"), std::string::npos) << r.out;
+  fs::remove_all(d);
+#endif
+}
+
 TEST(Cli, UsageErrorsExitWithTwo) {
   EXPECT_EQ(run("").code, 2);
   EXPECT_EQ(run("frobnicate").code, 2);
