@@ -90,7 +90,8 @@ ModelCosts compute_model_costs(const core::ModelSpec& m, const core::PlanSpec& p
   // QKV (or q, k, v) and the output projection, the MLP's two or three linears, two norms.
   blk.modules = (m.fused_qkv ? 2 : 4) + (swiglu ? 3 : 2) + 2;
   const int norm_tensors = m.norm == core::NormKind::kLayerNorm ? 2 : 1;
-  blk.tensors = (blk.modules - 2) * (m.linear_bias ? 2 : 1) + 2 * norm_tensors;
+  blk.tensors = (blk.modules - 2) * (m.linear_bias ? 2 : 1) + 2 * norm_tensors +
+                (!m.linear_bias && m.qkv_bias ? (m.fused_qkv ? 1 : 3) : 0);
   // The weights per tensor-parallel rank that DeepSpeed's persistence threshold compares (norms: h elements).
   const double persist = plan.persistence_threshold.value() / core::dtype_bytes(m.param_dtype);
   auto gathered = [&](double weight) { return weight > persist ? 1 : 0; };

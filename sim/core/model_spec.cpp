@@ -19,6 +19,8 @@ double ModelSpec::params_per_layer() const {
   if (linear_bias) {
     p += h + 2.0 * kv + h;  // QKV and output biases
     p += (mlp == MlpKind::kSwiglu ? 2.0 * ffn_hidden : ffn_hidden) + h;
+  } else if (qkv_bias) {
+    p += h + 2.0 * kv;  // Qwen2: q, k and v projections with biases, the rest without
   }
   p += 2.0 * (norm == NormKind::kLayerNorm ? 2.0 * h : h);  // two norms per block
   return p;

@@ -30,10 +30,12 @@ struct ModelSpec {
   bool linear_bias = true;
   bool tied_embeddings = false;
   bool fused_qkv = true;  ///< one QKV projection (GPT-NeoX, Megatron) or separate q, k, v (Hugging Face LLaMA)
+  bool qkv_bias = false;  ///< biases on the query, key and value projections only (Qwen2), where linear_bias is off
   Dtype param_dtype = Dtype::kBf16;      ///< working weights and compute
   Dtype grad_dtype = Dtype::kBf16;       ///< gradients as reduced
   Dtype optimizer_dtype = Dtype::kFp32;  ///< master weights and Adam moments
   std::string source;                    ///< where the shape comes from (paper, config file)
+  std::string note;                      ///< what the user should know about how it was read (the report prints it)
 
   /** @brief hidden / heads. Precondition: heads > 0. */
   [[nodiscard]] int head_dim() const { return hidden / heads; }

@@ -80,6 +80,7 @@ std::string render_table(const scenario::Scenario& s, const scenario::Evaluation
                    "seq {}, {}\n",
                    m.name, m.total_params() / 1e9, m.layers, m.hidden, m.heads, m.kv_heads, m.ffn_hidden, m.vocab,
                    m.seq_len, core::dtype_name(m.param_dtype));
+  if (!m.note.empty()) o += fmt::format("          note: {}\n", m.note);
   o += fmt::format("cluster   {}: {} nodes x {} {} = {} devices; {:.1f} TFLOP/s {} peak, {} HBM\n", c.name, c.nodes,
                    c.devices_per_node, c.device.name, c.total_devices(),
                    c.device.peak_for(m.param_dtype)->value() / 1e12, core::dtype_name(m.param_dtype),
@@ -347,6 +348,7 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
                 {"hidden", m.hidden},    {"heads", m.heads},               {"kv_heads", m.kv_heads},
                 {"ffn_hidden", m.ffn_hidden}, {"vocab", m.vocab},          {"seq_len", m.seq_len},
                 {"dtype", core::dtype_name(m.param_dtype)}};
+  if (!m.note.empty()) j["model"]["note"] = m.note;
   J levels = J::array();
   for (const auto& l : c.levels) {
     levels.push_back({{"name", l.name},

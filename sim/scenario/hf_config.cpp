@@ -13,6 +13,9 @@ namespace {
 
 using nlohmann::json;
 
+// The families whose shape maps onto shardsim's transformer block.
+constexpr const char* kFamilies = "gpt2, gpt_neox, llama, mistral or qwen2";
+
 struct Reader {
   const json& j;
   const std::string& file;
@@ -46,34 +49,63 @@ core::ModelSpec parse_hf_config(const std::string& text, const std::string& file
   if (!j.is_object()) throw core::ConfigError(core::SourceLocation{file, 1, 1}, "", "expected a JSON object");
   const Reader r{j, file};
   if (!j.contains("model_type") || !j.at("model_type").is_string()) {
-    throw core::ConfigError(r.where(), "model_type", "missing; expected \"gpt_neox\", \"llama\" or \"mistral\"");
+    throw core::ConfigError(r.where(), "model_type", fmt::format("missing; expected {}", kFamilies));
   }
   const std::string type = j.at("model_type").get<std::string>();
 
+  // Mixtures of experts: the expert layers (routing, all-to-all dispatch, per-expert load) are not modelled, and
+  // a dense model of the same shape would be another model.
+  for (const char* key : {"num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts"}) {
+    if (j.contains(key) && j.at(key).is_number_integer() && j.at(key).get<long long>() > 1) {
+      throw core::ConfigError(r.where(), key,
+                              fmt::format("model_type \"{}\" is a mixture of experts ({} = {}): shardsim does not model "
+                                          "MoE layers (expert parallelism, token dispatch); describe a dense model",
+                                          type, key, j.at(key).get<long long>()));
+    }
+  }
+
   core::ModelSpec m;
-  m.hidden = r.positive("hidden_size");
-  m.layers = r.positive("num_hidden_layers");
-  m.heads = r.positive("num_attention_heads");
-  m.ffn_hidden = r.positive("intermediate_size");
-  m.vocab = r.positive("vocab_size");
-  m.seq_len = r.positive("max_position_embeddings");
-  m.position = core::PositionKind::kRotary;
-  if (type == "gpt_neox") {
+  if (type == "gpt2") {
+    // GPT-2's own key names: n_embd, n_layer, n_head, n_inner (null: 4 x n_embd), n_positions.
+    m.hidden = r.positive("n_embd");
+    m.layers = r.positive("n_layer");
+    m.heads = r.positive("n_head");
+    m.ffn_hidden = r.positive_or("n_inner", 4 * m.hidden);
+    m.vocab = r.positive("vocab_size");
+    m.seq_len = r.positive("n_positions");
     m.kv_heads = m.heads;
+    m.position = core::PositionKind::kLearned;
     m.mlp = core::MlpKind::kGelu;
     m.norm = core::NormKind::kLayerNorm;
     m.linear_bias = true;
-    m.tied_embeddings = r.flag_or("tie_word_embeddings", false);
-  } else if (type == "llama" || type == "mistral") {
-    m.kv_heads = r.positive_or("num_key_value_heads", m.heads);
-    m.mlp = core::MlpKind::kSwiglu;
-    m.norm = core::NormKind::kRmsNorm;
-    m.linear_bias = r.flag_or("attention_bias", false);
-    m.tied_embeddings = r.flag_or("tie_word_embeddings", false);
-    m.fused_qkv = false;  // q_proj, k_proj, v_proj
+    m.tied_embeddings = r.flag_or("tie_word_embeddings", true);  // GPT2LMHeadModel ties its head to wte
+    m.fused_qkv = true;                                           // c_attn: one projection
   } else {
-    throw core::ConfigError(r.where(), "model_type",
-                            fmt::format("unsupported model_type \"{}\"; expected gpt_neox, llama or mistral", type));
+    m.hidden = r.positive("hidden_size");
+    m.layers = r.positive("num_hidden_layers");
+    m.heads = r.positive("num_attention_heads");
+    m.ffn_hidden = r.positive("intermediate_size");
+    m.vocab = r.positive("vocab_size");
+    m.seq_len = r.positive("max_position_embeddings");
+    m.position = core::PositionKind::kRotary;
+    if (type == "gpt_neox") {
+      m.kv_heads = m.heads;
+      m.mlp = core::MlpKind::kGelu;
+      m.norm = core::NormKind::kLayerNorm;
+      m.linear_bias = true;
+      m.tied_embeddings = r.flag_or("tie_word_embeddings", false);
+    } else if (type == "llama" || type == "mistral" || type == "qwen2") {
+      m.kv_heads = r.positive_or("num_key_value_heads", m.heads);
+      m.mlp = core::MlpKind::kSwiglu;
+      m.norm = core::NormKind::kRmsNorm;
+      m.linear_bias = r.flag_or("attention_bias", false);
+      m.qkv_bias = type == "qwen2";  // Qwen2Attention: q, k, v projections with biases, o_proj without
+      m.tied_embeddings = r.flag_or("tie_word_embeddings", false);
+      m.fused_qkv = false;  // q_proj, k_proj, v_proj
+    } else {
+      throw core::ConfigError(r.where(), "model_type",
+                              fmt::format("unsupported model_type \"{}\"; expected {}", type, kFamilies));
+    }
   }
   if (m.hidden % m.heads != 0) {
     throw core::ConfigError(r.where(), "hidden_size",

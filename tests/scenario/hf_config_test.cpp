@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include "sim/core/errors.hpp"
+#include "sim/report/report.hpp"
+#include "sim/scenario/evaluate.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace shardsim::scenario {
 namespace {
@@ -28,6 +31,45 @@ TEST(HfConfig, ReadsLlama2_70bWithGroupedQueryAttention) {
   EXPECT_DOUBLE_EQ(m.total_params(), core::find_model_preset("llama2-70b")->total_params());
 }
 
+// Qwen2.5-7B-Instruct's config.json (Hugging Face Qwen/Qwen2.5-7B-Instruct, transformers 4.43.3): grouped-query
+// attention with biases on q, k and v only. Its model card: 7.61 B parameters, 6.53 B without the embeddings.
+TEST(HfConfig, ReadsQwen2WithBiasesOnQueryKeyAndValueOnly) {
+  const core::ModelSpec m = load_hf_config(kData + "qwen2_5_7b_config.json");
+  EXPECT_EQ(m.kv_heads, 4);
+  EXPECT_EQ(m.mlp, core::MlpKind::kSwiglu);
+  EXPECT_FALSE(m.linear_bias);
+  EXPECT_TRUE(m.qkv_bias);
+  EXPECT_FALSE(m.tied_embeddings);
+  EXPECT_EQ(m.name, "Qwen/Qwen2.5-7B-Instruct");
+  EXPECT_DOUBLE_EQ(m.total_params(), 7'615'616'512.0);
+  EXPECT_NEAR(m.layers * m.params_per_layer() / 1e9, 6.53, 0.005);
+}
+
+// GPT-2 small (Hugging Face gpt2 config.json, its own key names): 124,439,808 parameters with the head tied.
+TEST(HfConfig, ReadsGpt2ByItsOwnKeyNames) {
+  const core::ModelSpec m = load_hf_config(kData + "gpt2_config.json");
+  EXPECT_EQ(m.hidden, 768);
+  EXPECT_EQ(m.layers, 12);
+  EXPECT_EQ(m.ffn_hidden, 4 * 768);
+  EXPECT_EQ(m.position, core::PositionKind::kLearned);
+  EXPECT_TRUE(m.tied_embeddings);
+  EXPECT_DOUBLE_EQ(m.total_params(), 124'439'808.0);
+}
+
+// The sequence length is the scenario's; where the scenario gives none, the config's max_position_embeddings is
+// taken and the report says so.
+TEST(HfConfig, TheSequenceLengthIsTheScenariosOrANoteSaysWhere) {
+  const std::string head = "model:\n  hf_config: '" + kData + "qwen2_5_7b_config.json'\n";
+  const std::string rest = "cluster: {preset: dgx-h100, nodes: 1}\nplan: {zero_stage: 3, micro_batch: 1, global_batch: 8}\n";
+  const Scenario taken = parse_scenarios(head + rest, "s.yaml").at(0);
+  EXPECT_EQ(taken.model.seq_len, 32768);
+  EXPECT_NE(taken.model.note.find("max_position_embeddings"), std::string::npos) << taken.model.note;
+  EXPECT_NE(report::render_table(taken, evaluate(taken)).find("note: seq_len 32768 is the config's"), std::string::npos);
+  const Scenario given = parse_scenarios(head + "  seq_len: 4096\n" + rest, "s.yaml").at(0);
+  EXPECT_EQ(given.model.seq_len, 4096);
+  EXPECT_TRUE(given.model.note.empty());
+}
+
 void expect_error(const std::string& json, const std::string& fragment, int line = 0) {
   try {
     (void)parse_hf_config(json, "config.json");
@@ -51,6 +93,11 @@ TEST(HfConfig, ClearErrors) {
                   "intermediate_size": 8, "vocab_size": 8, "max_position_embeddings": 8})",
                "not divisible");
   expect_error("[1, 2]", "JSON object");
+  // Mixtral's config (Hugging Face mistralai/Mixtral-8x7B-v0.1): the dense shape is there, the experts are not modelled.
+  expect_error(R"({"model_type": "mixtral", "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+                  "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 32000,
+                  "max_position_embeddings": 32768, "num_local_experts": 8, "num_experts_per_tok": 2})",
+               "mixture of experts (num_local_experts = 8)");
 }
 
 }  // namespace
