@@ -213,6 +213,9 @@ int cmd_search(const std::vector<std::string>& args) {
       "search around the plan of this DeepSpeed config (ds_config.json) instead of the scenario's")(
       "emit-scenario", po::value<std::string>(),
       "write the winning plan as a scenario file that runs as is (the scenario's model and cluster, the winner's plan)")(
+      "emit-deepspeed", po::value<std::string>(),
+      "write the winning plan's ZeRO part as a DeepSpeed config (ds_config.json): the best listed plan DeepSpeed has "
+      "where the winner is an AMSP layout or another framework's")(
       "memory-margin", po::value<std::string>(),
       "memory each plan must leave free per device (default: the scenario's search.memory_margin, else 2 GiB)")(
       "rescore", po::value<std::string>(), "simgrid: run the top plans again on the SimGrid engine and re-rank them");
@@ -241,6 +244,43 @@ int cmd_search(const std::vector<std::string>& args) {
     j["ranking"] = nlohmann::ordered_json::array();
     for (const auto& k : result.best) j["ranking"].push_back(report::to_json(k.scenario, k.evaluation));
     report::write_file_atomic(vm["json"].as<std::string>(), j.dump(2) + "\n");
+  }
+  // The DeepSpeed config is made before any file is written: a refusal leaves nothing half-way.
+  std::optional<scenario::DeepSpeedExport> ds_out;
+  if (vm.count("emit-deepspeed") && !result.best.empty()) {
+    // The best listed plan that DeepSpeed has: the winner itself unless that is an AMSP layout or another framework.
+    std::string first_refusal;
+    for (std::size_t i = 0; i < result.best.size() && !ds_out; ++i) {
+      auto e = scenario::deepspeed_config_of(result.best[i].scenario);
+      if (e.refusal.empty()) {
+        if (i > 0) {
+          e.notes.insert(e.notes.begin(),
+                         fmt::format("the winner ({}) has no DeepSpeed config ({}); wrote #{} ({}, {:.4g} s per iteration "
+                                     "against {:.4g} s), the best listed plan that does",
+                                     result.best[0].evaluation.strategy, first_refusal, i + 1,
+                                     result.best[i].evaluation.strategy,
+                                     result.best[i].evaluation.run.iteration_time.value(),
+                                     result.best[0].evaluation.run.iteration_time.value()));
+        }
+        ds_out = std::move(e);
+      } else if (i == 0) {
+        first_refusal = e.refusal;
+      }
+    }
+    if (!ds_out) {
+      throw UsageError(fmt::format("--emit-deepspeed: none of the {} plans listed has a DeepSpeed config (the winner: "
+                                   "{}); --emit-scenario writes the winner as a scenario, --top lists more plans",
+                                   result.best.size(), first_refusal));
+    }
+  }
+  if (vm.count("emit-deepspeed") && result.best.empty()) {
+    std::cout << search::render_search(base, result) << rescored;
+    std::cerr << fmt::format("shardsim: no plan fits, so none was written to {}\n", vm["emit-deepspeed"].as<std::string>());
+    return 1;
+  }
+  if (ds_out) {
+    report::write_file_atomic(vm["emit-deepspeed"].as<std::string>(), ds_out->json);
+    for (const auto& n : ds_out->notes) std::cerr << "shardsim: note: " << n << "\n";
   }
   if (vm.count("emit-scenario")) {
     const std::string out = vm["emit-scenario"].as<std::string>();

@@ -195,6 +195,87 @@ DeepSpeedPlan parse_deepspeed_config(const std::string& text, const std::string&
   return out;
 }
 
+DeepSpeedExport deepspeed_config_of(const Scenario& s) {
+  const core::PlanSpec& p = s.plan;
+  DeepSpeedExport out;
+  if (p.framework != core::Framework::kDeepSpeed) {
+    out.refusal = fmt::format("the plan runs with framework {}, not DeepSpeed", core::framework_name(p.framework));
+    return out;
+  }
+  if (p.hierarchy_levels > 0) {
+    out.refusal = "the plan is the multi-level hierarchical partitioning, which DeepSpeed does not ship";
+    return out;
+  }
+  if (p.compression.gradients.on() || p.compression.parameters.on() || p.compression.tensor.on() ||
+      p.compression.pipeline.on()) {
+    out.refusal = "the plan compresses collectives in the MPI library (compression:), which a DeepSpeed config does not set";
+    return out;
+  }
+  // The ZeRO stage (or MiCS) whose shard factors the plan has, over its dp ranks.
+  const core::PartitionSpec part = p.shards();
+  const int dp = p.dp;
+  int stage = -1, mics = 0;
+  if (part.params == 1 && part.grads == 1 && part.optimizer == 1) {
+    stage = 0;
+  } else if (part.params == 1 && part.grads == 1 && part.optimizer == dp) {
+    stage = 1;
+  } else if (part.params == 1 && part.grads == dp && part.optimizer == dp) {
+    stage = 2;
+  } else if (part.params == dp && part.grads == dp && part.optimizer == dp) {
+    stage = 3;
+  } else if (part.params == part.grads && part.grads == part.optimizer && part.params > 1 && part.params < dp) {
+    stage = 3;
+    mics = part.params;
+  }
+  if (stage < 0) {
+    out.refusal = fmt::format("its shard factors P{}/G{}/OS{} over {} data-parallel ranks are an AMSP layout; DeepSpeed "
+                              "partitions by ZeRO stage (1/1/{}, 1/{}/{}, {}/{}/{}) or MiCS (m/m/m)",
+                              part.params, part.grads, part.optimizer, dp, dp, dp, dp, dp, dp, dp);
+    return out;
+  }
+  // Sizes in elements of 2 bytes, as parse_deepspeed_config reads them.
+  auto elements = [](core::Bytes b) { return static_cast<long long>(std::llround(b.value() / 2.0)); };
+  nlohmann::ordered_json z;
+  z["stage"] = stage;
+  if (p.overlap_comm) z["overlap_comm"] = *p.overlap_comm;
+  z["reduce_bucket_size"] = elements(p.reduce_bucket);
+  if (stage <= 2) {
+    z["allgather_bucket_size"] = elements(p.allgather_bucket);
+    z["use_multi_rank_bucket_allreduce"] = p.bucket_all_reduce;
+  } else {
+    z["stage3_prefetch_bucket_size"] = elements(p.prefetch_bucket);
+    z["stage3_max_live_parameters"] = elements(p.max_live_parameters);
+    z["stage3_param_persistence_threshold"] = elements(p.persistence_threshold);
+  }
+  if (mics > 0) z["mics_shard_size"] = mics;
+  if (part.secondary > 0) z["zero_hpz_partition_size"] = part.secondary;
+  if (p.quantization.weights) z["zero_quantized_weights"] = true;
+  if (p.quantization.gradients) z["zero_quantized_gradients"] = true;
+  if (p.offload.optimizer) {
+    z["offload_optimizer"] = {{"device", "cpu"}};
+    if (p.offload.ratio != 1.0) z["offload_optimizer"]["ratio"] = p.offload.ratio;
+  }
+  if (p.offload.params) z["offload_param"] = {{"device", "cpu"}};
+  nlohmann::ordered_json j;
+  j["train_batch_size"] = p.global_batch;
+  j["train_micro_batch_size_per_gpu"] = p.micro_batch;
+  j["gradient_accumulation_steps"] = p.grad_accumulation();
+  j["bf16"] = {{"enabled", s.model.param_dtype == core::Dtype::kBf16}};
+  j["fp16"] = {{"enabled", s.model.param_dtype == core::Dtype::kFp16}};
+  j["zero_optimization"] = z;
+  out.json = j.dump(2) + "\n";
+  if (p.tp > 1 || p.pp > 1) {
+    out.notes.push_back(fmt::format("tp {} x pp {}: set by the training script (Megatron-DeepSpeed: "
+                                    "--tensor-model-parallel-size {} --pipeline-model-parallel-size {})",
+                                    p.tp, p.pp, p.tp, p.pp));
+  }
+  if (p.recompute != core::Recompute::kNone) {
+    out.notes.push_back(fmt::format("recompute {}: activation checkpointing is switched on in the model code "
+                                    "(Hugging Face: gradient_checkpointing_enable())", core::recompute_name(p.recompute)));
+  }
+  return out;
+}
+
 DeepSpeedPlan load_deepspeed_config(const std::string& path) {
   return parse_deepspeed_config(read_text_file(path, "DeepSpeed config"), path);
 }

@@ -52,4 +52,15 @@ DeepSpeedPlan parse_deepspeed_config(const std::string& text, const std::string&
 /** @brief Reads and parses the file at `path`. */
 DeepSpeedPlan load_deepspeed_config(const std::string& path);
 
+struct Scenario;
+
+/** @brief A scenario's plan as a DeepSpeed config (search --emit-deepspeed), the reverse of parse_deepspeed_config:
+ *  read back by DeepSpeed or by `--deepspeed`, it gives the same plan. */
+struct DeepSpeedExport {
+  std::string json;                ///< ds_config.json text; empty where `refusal` says why
+  std::vector<std::string> notes;  ///< what the plan sets that a DeepSpeed config cannot (tp, pp, recomputation)
+  std::string refusal;             ///< non-empty where DeepSpeed has no such plan (an AMSP layout, FSDP, ...)
+};
+DeepSpeedExport deepspeed_config_of(const Scenario& s);
+
 }  // namespace shardsim::scenario

@@ -615,6 +615,13 @@ void resolve_partition(Scenario& s, const ConfigNode& plan_at, const PlanDeferre
   part.optimizer = p.zero_stage >= 1 ? n : 1;
   if (later.mics) {
     if (later.params || later.grads || later.optimizer) later.mics->fail("give either mics_shard_size or partition, not both");
+    // MiCS is DeepSpeed's ZeRO-3 over sub-groups (its MiCS_Optimizer derives from stage 3's; DeepSpeed reads
+    // mics_shard_size with stage 3 only), and FSDP's HYBRID_SHARD is FULL_SHARD within the group.
+    if (auto z = plan_at.find("zero_stage"); z && p.zero_stage != 3) {
+      z->fail(fmt::format("mics_shard_size shards every state within its group as ZeRO-3 does: zero_stage must be 3 "
+                          "or left out, got {}", p.zero_stage));
+    }
+    p.zero_stage = 3;
     const int g = resolve_shard(*later.mics, s.cluster, p);
     part = core::PartitionSpec{g, g, g, 0};
   }

@@ -160,9 +160,14 @@ SearchResult search(const scenario::Scenario& base, const SearchSpace& space, in
             p.quantization.gradients = l.quantized_gradients;
             p.offload = core::OffloadSpec{l.offload, 1.0};
             p.hierarchy_levels = 0;
-            // Name the equivalent ZeRO stage so plain points report as ddp / zero-1/2/3.
+            // Name the equivalent ZeRO stage so plain points report as ddp / zero-1/2/3; MiCS (P = G = OS = m < dp)
+            // is DeepSpeed's ZeRO-3 optimizer over sub-groups, as a scenario's mics_shard_size reads.
             const auto& s = l.partition;
-            p.zero_stage = s.params == dp && dp > 1 ? 3 : s.grads == dp && dp > 1 ? 2 : s.optimizer == dp && dp > 1 ? 1 : 0;
+            const bool mics = s.params > 1 && s.params == s.grads && s.grads == s.optimizer;
+            p.zero_stage = (s.params == dp && dp > 1) || mics ? 3
+                           : s.grads == dp && dp > 1          ? 2
+                           : s.optimizer == dp && dp > 1      ? 1
+                                                              : 0;
             if (p.framework_refusal()) continue;  // a layout the scenario's framework does not have
             plans.push_back(p);
           }

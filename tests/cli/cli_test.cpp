@@ -194,6 +194,19 @@ TEST(Cli, SearchWritesItsWinnerAsAScenarioThatRunsAsIs) {
   EXPECT_EQ(jr["performance"]["iteration_time_s"], j["ranking"][0]["performance"]["iteration_time_s"]);
   EXPECT_EQ(jr["plan"]["strategy"], j["ranking"][0]["plan"]["strategy"]);
   EXPECT_EQ(jr["scenario"], "search-llama13b-1024-best");
+  // --emit-deepspeed: the winner's ZeRO part as a ds_config.json that gives the same plan and time read back onto
+  // the scenario searched around.
+  const Outcome e = run("search scenarios/search_llama13b_1024.yaml --top 3 --emit-deepspeed '" +
+                        (d / "best.json").string() + "'");
+  ASSERT_EQ(e.code, 0) << e.out;
+  const auto emitted = nlohmann::json::parse(read(d / "best.json"));
+  EXPECT_EQ(emitted["zero_optimization"]["mics_shard_size"], 8) << emitted.dump();
+  const Outcome back = run("run scenarios/search_llama13b_1024.yaml --deepspeed '" + (d / "best.json").string() +
+                           "' --json '" + (d / "back.json").string() + "'");
+  ASSERT_EQ(back.code, 0) << back.out;
+  const auto jb = nlohmann::json::parse(read(d / "back.json"))["results"][0];
+  EXPECT_EQ(jb["performance"]["iteration_time_s"], j["ranking"][0]["performance"]["iteration_time_s"]);
+  EXPECT_EQ(jb["plan"]["strategy"], j["ranking"][0]["plan"]["strategy"]);
   // Around a Hugging Face Trainer's DeepSpeed config ("auto" filled in from the scenario) as well.
   std::ofstream(d / "ds.json") << R"({"train_batch_size": "auto", "gradient_clipping": "auto",
       "zero_optimization": {"stage": 3, "reduce_bucket_size": "auto", "overlap_comm": true}})";

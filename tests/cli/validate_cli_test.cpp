@@ -85,14 +85,15 @@ TEST(Validate, PaperClaims) {
       // AMSP v2 (arXiv 2311.00257): ZeRO-3 collapses from 47% to 4% MFU; AMSP 1.46-1.58x MiCS at 1,024 GPUs.
       // 0.60x -> 0.45x and 1.35x -> 1.93x once DeepSpeed's host waits for the third-last reduction and fetch.
       {"zero3-13b-8-to-1024", {false, 0.451}},
-      {"amsp-over-mics-7b", {false, 0.983}},
-      {"amsp-over-mics-13b", {false, 0.997}},
-      {"amsp-over-mics-30b", {false, 0.953}},
+      // MiCS runs as DeepSpeed's ZeRO-3 (its optimizer's step and host work): 0.98-1.00x before.
+      {"amsp-over-mics-7b", {false, 1.000}},
+      {"amsp-over-mics-13b", {false, 1.017}},
+      {"amsp-over-mics-30b", {false, 0.961}},
       {"amsp-over-zeropp-13b", {false, 1.930}},
       {"overlap-13b-m1", {true, 0}},
       {"overlap-30b-m1", {true, 0}},
       {"rank-7b-1024", {false, 0}},
-      {"rank-13b-1024", {false, 0}},
+      {"rank-13b-1024", {true, 0}},
       {"amsp-v1-scaling-13b", {true, 0}},
       // Frontier (arXiv 2501.04266): ZeRO++ 1.405x ZeRO-3, the 3-level scheme 1.71x ZeRO++, efficiency 0.94.
       // 1.03x: DeepSpeed gathers no norms (persistence threshold), which cut ZeRO-3's gather latency more than

@@ -31,6 +31,35 @@ TEST(DeepSpeedConfig, ZeroPlusPlusConfigBecomesThePlan) {
   EXPECT_EQ(s.plan.partition, (core::PartitionSpec{384, 384, 384, 8}));
 }
 
+// A plan as a DeepSpeed config: read back, the same plan; layouts DeepSpeed does not have are refused with the reason.
+TEST(DeepSpeedConfig, APlanWrittenAsAConfigReadsBackToTheSamePlan) {
+  for (const std::string plan :
+       {"plan: {zero_stage: 1, micro_batch: 2, global_batch: 768, overlap_comm: true}",
+        "plan: {zero_stage: 2, micro_batch: 1, global_batch: 384, use_multi_rank_bucket_allreduce: false}",
+        "plan: {zero_stage: 3, micro_batch: 1, global_batch: 1536, zero_quantized_weights: true, "
+        "zero_hpz_partition_size: 8, zero_quantized_gradients: true, prefetch_bucket: 64MB}",
+        "plan: {mics_shard_size: 16, micro_batch: 1, global_batch: 384}",
+        "plan: {zero_stage: 3, micro_batch: 1, global_batch: 384, offload_optimizer: {device: cpu, ratio: 0.4}}"}) {
+    const std::string yaml = "model: gpt-20b-frontier\ncluster: {preset: frontier, nodes: 48}\n" + plan + "\n";
+    const Scenario s = parse_scenarios(yaml, "s.yaml").at(0);
+    const DeepSpeedExport e = deepspeed_config_of(s);
+    ASSERT_TRUE(e.refusal.empty()) << plan << ": " << e.refusal;
+    const DeepSpeedPlan ds = parse_deepspeed_config(e.json, "ds.json");
+    EXPECT_TRUE(ds.ignored.empty()) << plan;
+    const Scenario back = parse_scenarios(kScenario, "s.yaml", ds.overrides).at(0);
+    EXPECT_EQ(plan_to_yaml(back.plan, back.cluster), plan_to_yaml(s.plan, s.cluster)) << plan << "\n" << e.json;
+  }
+  auto refusal = [](const std::string& plan) {
+    const std::string yaml = "model: gpt-20b-frontier\ncluster: {preset: frontier, nodes: 48}\n" + plan + "\n";
+    return deepspeed_config_of(parse_scenarios(yaml, "s.yaml").at(0)).refusal;
+  };
+  EXPECT_NE(refusal("plan: {partition: {params: 1, grads: 1, optimizer: 8}}").find("AMSP layout"), std::string::npos);
+  EXPECT_NE(refusal("plan: {zero_stage: 3, framework: fsdp}").find("framework fsdp"), std::string::npos);
+  EXPECT_NE(refusal("plan: {hierarchy: {levels: [gcd-pair, node, slingshot], secondary_params: gcd-pair}}")
+                .find("hierarchical"),
+            std::string::npos);
+}
+
 // ZeRO-1/2 as DeepSpeed 0.14 runs them unless the config says otherwise: buckets all-reduced
 // (use_multi_rank_bucket_allreduce; reduce_scatter: false as well), no overlap with backward.
 TEST(DeepSpeedConfig, ZeroOneAndTwoReductionFollowTheConfig) {
