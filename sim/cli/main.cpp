@@ -242,7 +242,16 @@ int cmd_search(const std::vector<std::string>& args) {
     j["feasible"] = result.feasible;
     j["memory_margin_bytes"] = result.memory_margin.value();
     j["ranking"] = nlohmann::ordered_json::array();
-    for (const auto& k : result.best) j["ranking"].push_back(report::to_json(k.scenario, k.evaluation));
+    for (const auto& k : result.best) {
+      auto row = report::to_json(k.scenario, k.evaluation);
+      // Near-identical plans listed under this one (other ZeRO++ switches or offload, within search.group_within).
+      row["similar"] = nlohmann::ordered_json::array();
+      for (const auto& x : k.similar) {
+        row["similar"].push_back({{"strategy", x.strategy}, {"iteration_time_s", x.iteration_time_s}});
+      }
+      j["ranking"].push_back(row);
+    }
+    j["group_within"] = space.group_within;
     report::write_file_atomic(vm["json"].as<std::string>(), j.dump(2) + "\n");
   }
   // The DeepSpeed config is made before any file is written: a refusal leaves nothing half-way.

@@ -854,7 +854,8 @@ void resolve_and_check(Scenario& s, const ConfigNode& root, const PlanDeferred& 
 
 SearchSettings parse_search(const ConfigNode& n, const core::ClusterSpec& c) {
   n.expect_map(
-      {"tp", "pp", "micro_batch", "recompute", "shard_factors", "zero_plus_plus", "offload", "top", "memory_margin"});
+      {"tp", "pp", "micro_batch", "recompute", "shard_factors", "zero_plus_plus", "offload", "top", "memory_margin",
+       "group_within"});
   SearchSettings st;
   if (auto v = n.find("tp")) {
     for (const auto& it : v->items()) st.tp.push_back(it.as_positive_int());
@@ -885,6 +886,12 @@ SearchSettings parse_search(const ConfigNode& n, const core::ClusterSpec& c) {
   if (auto v = n.find("offload")) st.offload = v->as_bool();
   if (auto v = n.find("top")) st.top = v->as_positive_int();
   if (auto v = n.find("memory_margin")) st.memory_margin = v->as_bytes(true);
+  if (auto v = n.find("group_within")) {
+    st.group_within = v->as_double();
+    if (!(st.group_within >= 0.0 && st.group_within <= 0.5)) {
+      v->fail(fmt::format("expected a fraction from 0 (no grouping) to 0.5, got {}", st.group_within));
+    }
+  }
   return st;
 }
 

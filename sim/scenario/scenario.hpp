@@ -34,6 +34,10 @@ struct SearchSettings {
   /// plan at the out-of-memory cliff is not one to run (search.memory_margin, --memory-margin)
   core::Bytes memory_margin{kDefaultMemoryMargin};
   static constexpr double kDefaultMemoryMargin = 2.0 * core::kGiB;
+  /// plans of the same shard layout, parallelism, micro-batch and recomputation that differ only in ZeRO++
+  /// switches or offload and run within this fraction of the fastest of them are listed as one (search.group_within)
+  double group_within = kDefaultGroupWithin;
+  static constexpr double kDefaultGroupWithin = 0.01;
 };
 
 struct Scenario {

@@ -124,6 +124,7 @@ SearchSpace default_space(const scenario::Scenario& s) {
   sp.zero_plus_plus = st.zero_plus_plus;
   sp.offload = st.offload;
   sp.memory_margin = st.memory_margin;
+  sp.group_within = st.group_within;
   return sp;
 }
 
@@ -216,7 +217,7 @@ SearchResult search(const scenario::Scenario& base, const SearchSpace& space, in
     return a.order < b.order;
   });
   auto full = [&](const Candidate& c) {
-    Ranked k{base, {}};
+    Ranked k{base, {}, {}};
     k.scenario.plan = c.plan;
     k.scenario.variant = "";
     engine::EngineOptions opts;
@@ -224,7 +225,42 @@ SearchResult search(const scenario::Scenario& base, const SearchSpace& space, in
     k.evaluation = scenario::evaluate(k.scenario, opts);
     return k;
   };
-  for (std::size_t i = 0; i < feasible.size() && static_cast<int>(i) < top; ++i) r.best.push_back(full(feasible[i]));
+  // The top plans, each with the near-identical slower ones listed under it rather than taking a rank of their own.
+  auto same_shape = [](const core::PlanSpec& a, const core::PlanSpec& b) {
+    const auto sa = a.shards(), sb = b.shards();
+    return sa.params == sb.params && sa.grads == sb.grads && sa.optimizer == sb.optimizer && a.tp == b.tp &&
+           a.pp == b.pp && a.micro_batch == b.micro_batch && a.recompute == b.recompute &&
+           a.hierarchy_levels == b.hierarchy_levels;
+  };
+  std::vector<std::size_t> leaders;
+  std::vector<std::vector<std::size_t>> members;
+  for (std::size_t i = 0; i < feasible.size(); ++i) {
+    bool grouped = false;
+    for (std::size_t g = 0; g < leaders.size() && !grouped; ++g) {
+      const Candidate& lead = feasible[leaders[g]];
+      if (same_shape(lead.plan, feasible[i].plan) && feasible[i].time <= lead.time * (1.0 + space.group_within)) {
+        members[g].push_back(i);
+        grouped = true;
+      }
+    }
+    if (grouped) continue;
+    if (static_cast<int>(leaders.size()) == top) {
+      // No later plan can join a listed group once all are slower than every group's window.
+      bool any_window_open = false;
+      for (std::size_t lead : leaders) any_window_open |= feasible[i].time <= feasible[lead].time * (1.0 + space.group_within);
+      if (!any_window_open) break;
+      continue;
+    }
+    leaders.push_back(i);
+    members.emplace_back();
+  }
+  for (std::size_t g = 0; g < leaders.size(); ++g) {
+    Ranked k = full(feasible[leaders[g]]);
+    for (std::size_t j : members[g]) {
+      k.similar.push_back(Similar{strategies::describe_partition(feasible[j].plan), feasible[j].plan, feasible[j].time});
+    }
+    r.best.push_back(std::move(k));
+  }
   std::map<std::string, bool> seen;
   for (const auto& c : feasible) {
     const std::string f = family(c.plan);
@@ -311,6 +347,14 @@ std::string render_search(const scenario::Scenario& base, const SearchResult& r)
                      fmt::format("{:.1f} GiB", ev.memory.total.value() / core::kGiB),
                      fmt::format("{:.1f} GiB", ev.memory.headroom().value() / core::kGiB),
                      core::format_seconds(role.exposed_comm), levels);
+    const auto& sim = r.best[i].similar;
+    if (!sim.empty()) {
+      std::string names;
+      for (const auto& x : sim) names += (names.empty() ? "" : ", ") + x.strategy;
+      const double t = ev.run.iteration_time.value();
+      o += fmt::format("  {:>4}  and {} more within {:.1f}%: {}\n", "", sim.size(),
+                       100.0 * (sim.back().iteration_time_s - t) / t, names);
+    }
   }
   o += "\nbest plan of each family\n";
   for (const auto& [fam, k] : r.family_best) {

@@ -21,6 +21,7 @@ struct SearchSpace {
   bool zero_plus_plus = true;                ///< also try qwZ, hpZ and qgZ
   bool offload = false;                      ///< also try ZeRO-Offload of the optimizer
   core::Bytes memory_margin;                 ///< free memory per device a plan must leave to count as fitting
+  double group_within = 0.01;                ///< near-identical plans within this fraction are listed as one
 };
 
 /** @brief The space for `s`: its search: section, with defaults for what it leaves out — tp over powers of two
@@ -28,13 +29,22 @@ struct SearchSpace {
  *  {1, each network level, all}, ZeRO++ switches on. */
 SearchSpace default_space(const scenario::Scenario& s);
 
+/** @brief A plan listed under a faster one it nearly equals: the same shard layout, parallelism, micro-batch and
+ *  recomputation, other ZeRO++ switches or offload, within SearchSpace::group_within of its time. */
+struct Similar {
+  std::string strategy;
+  core::PlanSpec plan;
+  double iteration_time_s = 0.0;
+};
+
 struct Ranked {
   scenario::Scenario scenario;  ///< the base scenario with this plan
   scenario::Evaluation evaluation;
+  std::vector<Similar> similar;  ///< near-identical plans listed under it, fastest first
 };
 
 struct SearchResult {
-  std::vector<Ranked> best;       ///< the top plans, fastest first, fully evaluated
+  std::vector<Ranked> best;       ///< the top plans, fastest first, fully evaluated, near-identical ones grouped
   std::size_t feasible = 0;       ///< of which fit in memory with the margin to spare
   core::Bytes memory_margin;      ///< the margin they were held to
   std::size_t infeasible = 0;     ///< dropped by the memory model before lowering

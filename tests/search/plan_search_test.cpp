@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "sim/core/errors.hpp"
 #include "sim/scenario/evaluate.hpp"
 
@@ -27,6 +29,41 @@ TEST(PlanSearch, RanksOnlyPlansThatFitFastestFirst) {
       EXPECT_LE(r.best[i - 1].evaluation.run.iteration_time.value(), r.best[i].evaluation.run.iteration_time.value());
     }
   }
+}
+
+// Plans that differ only in ZeRO++ switches or offload and run within search.group_within of a faster plan of
+// the same shape are listed under it, not ranked on their own; 0 turns grouping off.
+TEST(PlanSearch, NearIdenticalPlansAreListedUnderTheFastest) {
+  const auto s = base();
+  auto space = default_space(s);
+  const auto grouped = search(s, space, 10, 2);
+  space.group_within = 0.0;
+  const auto flat = search(s, space, 40, 2);
+  auto shape = [](const core::PlanSpec& p) {
+    const auto sh = p.shards();
+    return std::make_tuple(sh.params, sh.grads, sh.optimizer, p.tp, p.pp, p.micro_batch, p.recompute);
+  };
+  std::size_t listed = 0;
+  for (std::size_t i = 0; i < grouped.best.size(); ++i) {
+    const auto& lead = grouped.best[i];
+    const double t = lead.evaluation.run.iteration_time.value();
+    for (const auto& x : lead.similar) {
+      EXPECT_EQ(shape(x.plan), shape(lead.scenario.plan)) << x.strategy;
+      EXPECT_GE(x.iteration_time_s, t);
+      EXPECT_LE(x.iteration_time_s, t * 1.01) << x.strategy;
+    }
+    listed += 1 + lead.similar.size();
+    for (std::size_t j = 0; j < i; ++j) {  // a later leader is no near-copy of an earlier one
+      if (shape(grouped.best[j].scenario.plan) == shape(lead.scenario.plan)) {
+        EXPECT_GT(t, grouped.best[j].evaluation.run.iteration_time.value() * 1.01);
+      }
+    }
+  }
+  EXPECT_GT(listed, grouped.best.size());  // this space has near-copies (qwZ / qgZ on and off)
+  // Without grouping, the same plans in the same order, each on its own.
+  ASSERT_GE(flat.best.size(), listed);
+  for (const auto& k : flat.best) EXPECT_TRUE(k.similar.empty());
+  EXPECT_EQ(flat.best[0].evaluation.run.iteration_time.value(), grouped.best[0].evaluation.run.iteration_time.value());
 }
 
 TEST(PlanSearch, TheWinnerBeatsEveryPlainZeroStageThatFits) {
