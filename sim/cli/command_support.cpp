@@ -3,12 +3,41 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <unistd.h>
+
 #include <iostream>
 #include <sstream>
 
 #include "topology/cluster_presets.hpp"
 
 namespace shardsim::cli {
+
+ProgressLine::ProgressLine(std::string what, double quiet_s)
+    : what_(std::move(what)), quiet_s_(quiet_s), start_(Clock::now()), last_(start_) {}
+
+void ProgressLine::update(double fraction, const std::string& detail) {
+  const auto now = Clock::now();
+  const bool tty = ::isatty(STDERR_FILENO) != 0;
+  if (std::chrono::duration<double>(now - start_).count() < quiet_s_) return;
+  if (printed_ && now - last_ < std::chrono::milliseconds(tty ? 200 : 5000)) return;
+  last_ = now;
+  print(fraction, detail, false);
+}
+
+void ProgressLine::finish(const std::string& detail) {
+  if (!printed_ && std::chrono::duration<double>(Clock::now() - start_).count() < quiet_s_) return;
+  print(1.0, detail, true);
+}
+
+void ProgressLine::print(double fraction, const std::string& detail, bool final) {
+  const bool tty = ::isatty(STDERR_FILENO) != 0;
+  const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
+  const double eta = fraction > 0.0 ? elapsed / fraction * (1.0 - fraction) : 0.0;
+  std::cerr << (tty ? "\r" : "")
+            << fmt::format("{}: {} ({:.0f}%), {:.1f} s, ETA {:.1f} s", what_, detail, 100.0 * fraction, elapsed, eta)
+            << (tty && !final ? "" : "\n") << std::flush;
+  printed_ = true;
+}
 
 po::variables_map parse(const std::vector<std::string>& args, const po::options_description& opts,
                         const po::positional_options_description& pos) {

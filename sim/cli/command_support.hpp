@@ -3,6 +3,7 @@
 // small argument helpers.
 #include <boost/program_options.hpp>
 
+#include <chrono>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -47,6 +48,25 @@ int thread_count(const po::variables_map& vm, const char* option = "threads");
 core::Bytes size_option(const std::string& option, const std::string& text);
 /** @brief The engine named on the command line; UsageError unless analytical or simgrid. */
 engine::EngineKind engine_of(const std::string& name);
+
+/** @brief Progress of a long command on stderr: nothing before `quiet_s` has passed, then in place on a terminal
+ *  (at most every 0.2 s) or a line every 5 s otherwise, with the elapsed time and an ETA from the fraction done;
+ *  finish() ends the line where one was printed. stdout is left alone (results stay byte-identical). */
+class ProgressLine {
+ public:
+  ProgressLine(std::string what, double quiet_s);
+  /** @brief `fraction` of the work done (0..1), `detail` says of what ("12/40 points, 2 not evaluated"). */
+  void update(double fraction, const std::string& detail);
+  void finish(const std::string& detail);
+
+ private:
+  void print(double fraction, const std::string& detail, bool final);
+  using Clock = std::chrono::steady_clock;
+  std::string what_;
+  double quiet_s_;
+  Clock::time_point start_, last_;
+  bool printed_ = false;
+};
 
 /// The version of the JSON documents shardsim writes (run, search, validate, collective, a sweep's results.jsonl
 /// rows): raised when a key changes meaning or goes away, not when one is added.

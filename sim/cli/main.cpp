@@ -121,10 +121,22 @@ int cmd_run(const std::vector<std::string>& args) {
   const auto bands = load_error_bands();
   std::vector<scenario::Evaluation> evals;
   evals.reserve(scenarios.size());
-  for (auto& s : scenarios) {
+  // Long runs (the SimGrid engine at scale, long sweeps of variants) say how far they are after a second.
+  ProgressLine progress("run", 1.0);
+  for (std::size_t v = 0; v < scenarios.size(); ++v) {
+    auto& s = scenarios[v];
     if (engine_given) s.engine = engine_kind;
+    const double n = static_cast<double>(scenarios.size());
+    engine_options.progress = [&, v, n](std::size_t done, std::size_t total) {
+      const double here = total ? static_cast<double>(done) / static_cast<double>(total) : 1.0;
+      progress.update((static_cast<double>(v) + here) / n,
+                      n > 1 ? fmt::format("variant {}/{}, {}/{} tasks simulated", v + 1, scenarios.size(), done, total)
+                            : fmt::format("{}/{} tasks simulated", done, total));
+    };
     evals.push_back(scenario::evaluate(s, engine_options));
+    progress.update(static_cast<double>(v + 1) / n, fmt::format("{}/{} variants", v + 1, scenarios.size()));
   }
+  progress.finish(fmt::format("{} of {} evaluated", scenarios.size(), scenarios.size()));
   // Everything computed: now write outputs (JSON first, atomically, so a failure leaves nothing behind).
   if (vm.count("json")) {
     // One result per scenario or sweep variant, always in an array.
@@ -233,7 +245,11 @@ int cmd_search(const std::vector<std::string>& args) {
   }
   auto space = search::default_space(base);
   if (vm.count("memory-margin")) space.memory_margin = size_option("--memory-margin", vm["memory-margin"].as<std::string>());
-  const auto result = search::search(base, space, top, thread_count(vm));
+  ProgressLine progress("search", 1.0);
+  const auto result = search::search(base, space, top, thread_count(vm), [&](std::size_t done, std::size_t total) {
+    progress.update(static_cast<double>(done) / static_cast<double>(total), fmt::format("{}/{} plans", done, total));
+  });
+  progress.finish("ranked");
   const std::string rescored = vm.count("rescore") ? search::rescore_on_simgrid(result) : std::string();
   if (vm.count("json")) {
     auto j = json_document<nlohmann::ordered_json>("search");

@@ -198,30 +198,6 @@ void write_results(const fs::path& dir, const std::map<std::size_t, Json>& rows)
   report::write_file_atomic((dir / "results.jsonl").string(), jsonl);
 }
 
-// Progress on stderr: in place on a terminal, a line every few seconds otherwise.
-class Progress {
- public:
-  Progress(std::size_t total, std::size_t done) : total_(total), done_(done), start_(Clock::now()), last_(start_) {}
-  void tick(std::size_t done, std::size_t invalid, bool final = false) {
-    const auto now = Clock::now();
-    const bool tty = ::isatty(STDERR_FILENO) != 0;
-    if (!final && now - last_ < std::chrono::milliseconds(tty ? 200 : 5000)) return;
-    last_ = now;
-    const double elapsed = std::chrono::duration<double>(now - start_).count();
-    const std::size_t here = done - done_;
-    const double eta = here > 0 ? elapsed / static_cast<double>(here) * static_cast<double>(total_ - done) : 0.0;
-    const std::string line = fmt::format("sweep: {}/{} points ({:.0f}%), {} not evaluated, {:.1f} s, ETA {:.1f} s", done,
-                                         total_, total_ ? 100.0 * static_cast<double>(done) / static_cast<double>(total_) : 100.0,
-                                         invalid, elapsed, eta);
-    std::cerr << (tty ? "\r" : "") << line << (tty && !final ? "" : "\n") << std::flush;
-  }
-
- private:
-  using Clock = std::chrono::steady_clock;
-  std::size_t total_, done_;
-  Clock::time_point start_, last_;
-};
-
 // The results folder, made when missing.
 void make_folder(const fs::path& dir) {
   std::error_code ec;
@@ -333,7 +309,19 @@ int cmd_sweep(const std::vector<std::string>& args) {
   std::size_t done = mine.size() - todo.size();
   std::size_t not_evaluated = 0;
   for (const auto& [i, r] : rows) not_evaluated += r.at("status") == "ok" ? 0 : 1;
-  Progress progress(mine.size(), done);
+  // Progress from the first point on (the ETA counts only the points evaluated by this command).
+  ProgressLine progress_line("sweep", 0.0);
+  const std::size_t done_before = done;
+  auto progress = [&](bool final = false) {
+    const std::size_t total = mine.size();
+    const std::string detail = fmt::format("{}/{} points, {} not evaluated", done, total, not_evaluated);
+    const double here = total > done_before ? static_cast<double>(done - done_before) / static_cast<double>(total - done_before) : 1.0;
+    if (final) {
+      progress_line.finish(detail);
+    } else {
+      progress_line.update(here, detail);
+    }
+  };
   std::exception_ptr failure;
   auto work = [&] {
     for (;;) {
@@ -356,7 +344,8 @@ int cmd_sweep(const std::vector<std::string>& args) {
       }
       not_evaluated += row.at("status") == "ok" ? 0 : 1;
       rows[todo[k]] = std::move(row);
-      progress.tick(++done, not_evaluated);
+      ++done;
+      progress();
     }
   };
   if (mpi && mpi->size() > 1) {
@@ -366,7 +355,8 @@ int cmd_sweep(const std::vector<std::string>& args) {
       journal.append(row);
       not_evaluated += row.at("status") == "ok" ? 0 : 1;
       rows[point] = std::move(row);
-      progress.tick(++done, not_evaluated);
+      ++done;
+      progress();
     });
   } else {
     std::vector<std::thread> pool;
@@ -375,7 +365,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
     for (auto& t : pool) t.join();
     if (failure) std::rethrow_exception(failure);
   }
-  progress.tick(done, not_evaluated, true);
+  progress(true);
   std::map<std::size_t, Json> out;
   for (std::size_t i : mine) out[i] = rows.at(i);
   write_results(dir, out);

@@ -2,6 +2,7 @@
 // Engine: what runs one iteration's task graph on a machine. Two kinds share the interface and the task graph:
 // the analytical engine (closed forms and list scheduling, fast enough for search) and the SimGrid engine
 // (flow-level network with contention). A scenario names its kind; create_engine builds it.
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string_view>
@@ -18,6 +19,8 @@ struct EngineOptions {
   bool keep_timings = true;     ///< fill RunResult::timings
   bool memory_timeline = true;  ///< replay memory events for the peak and the per-role timeline
   topology::TopologyKind topology = topology::TopologyKind::kAuto;  ///< the SimGrid engine's platform
+  /// Called as tasks finish (tasks done, tasks in all) by engines whose runs take long (SimGrid); may be empty.
+  std::function<void(std::size_t, std::size_t)> progress;
 };
 
 enum class EngineKind { kAnalytical, kSimGrid };

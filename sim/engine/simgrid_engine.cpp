@@ -1,5 +1,6 @@
 #include "sim/engine/simgrid_engine.hpp"
 
+#include <functional>
 #include <fmt/format.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -375,6 +376,9 @@ class Simulation {
         lanes_(options.topology == topology::TopologyKind::kIdeal ? static_cast<int>(kStreams) : 1),
         net_(topo, lanes_), slowdown_(c.device.comm_compute_slowdown) {}
 
+  /** @brief Told (tasks done, tasks in all) as tasks finish. */
+  void set_progress(std::function<void(std::size_t, std::size_t)> progress) { progress_ = std::move(progress); }
+
   SimOutput run() {
     const auto& tasks = g_.tasks();
     out_.timings.assign(tasks.size(), TaskTiming{});
@@ -426,6 +430,7 @@ class Simulation {
       out_.timings[t] = TaskTiming{start, NetSim::now()};
       done_[t] = 1;
       net_.notify_all();
+      if (progress_) progress_(++finished_, g_.tasks().size());
     }
   }
 
@@ -522,6 +527,8 @@ class Simulation {
   NetSim net_;
   SimOutput out_;
   std::vector<char> done_;
+  std::size_t finished_ = 0;
+  std::function<void(std::size_t, std::size_t)> progress_;
   std::vector<int> comm_in_flight_;  ///< per role, collectives running now
   double slowdown_;
   std::map<PlanKey, int> index_;
@@ -652,6 +659,7 @@ void SimGridEngine::run(const TaskGraph& g, const EngineOptions& options, RunRes
     int code = 0;
     try {
       Simulation sim(cluster_, topology_, algorithm_, options_, analytical_, g);
+      sim.set_progress(options.progress);  // in this process: the parent's progress line, as forked
       SimOutput so = sim.run();
       w.text("ok");
       for (const TaskTiming& t : so.timings) {

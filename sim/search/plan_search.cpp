@@ -1,5 +1,6 @@
 #include "sim/search/plan_search.hpp"
 
+#include <atomic>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -128,7 +129,8 @@ SearchSpace default_space(const scenario::Scenario& s) {
   return sp;
 }
 
-SearchResult search(const scenario::Scenario& base, const SearchSpace& space, int top, int threads) {
+SearchResult search(const scenario::Scenario& base, const SearchSpace& space, int top, int threads,
+                    const std::function<void(std::size_t, std::size_t)>& progress) {
   const auto start = std::chrono::steady_clock::now();
   const int devices = base.cluster.total_devices();
   const auto& m = base.model;
@@ -180,10 +182,13 @@ SearchResult search(const scenario::Scenario& base, const SearchSpace& space, in
   std::vector<Candidate> results(plans.size());
   std::vector<char> fits(plans.size(), 0);
   const int n_threads = threads > 0 ? threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  std::atomic<std::size_t> evaluated{0};
   auto work = [&](std::size_t begin, std::size_t step) {
     scenario::Evaluator evaluator;
     scenario::Scenario s = base;
     for (std::size_t i = begin; i < plans.size(); i += step) {
+      const std::size_t n = ++evaluated;
+      if (begin == 0 && progress) progress(n, plans.size());  // from one thread only
       s.plan = plans[i];
       const auto costs = strategies::compute_model_costs(s.model, s.plan, &s.cluster.device);
       const auto mem = strategies::estimate_memory(s.model, s.cluster, s.plan, costs);

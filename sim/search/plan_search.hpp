@@ -3,6 +3,7 @@
 // machine's levels x ZeRO++ switches x tensor parallelism x micro-batch x recomputation), drops plans that do
 // not fit in memory, ranks the rest by the analytical engine's iteration time, and explains the winner.
 // Deterministic: the ranking is by (time, memory, enumeration order) whatever the thread count.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -53,8 +54,10 @@ struct SearchResult {
 };
 
 /** @brief Searches `space` around `base` (its model, cluster, global batch and remaining plan settings), keeping the
- *  `top` fastest feasible plans. `threads` <= 0 picks the machine's core count. */
-SearchResult search(const scenario::Scenario& base, const SearchSpace& space, int top, int threads);
+ *  `top` fastest feasible plans. `threads` <= 0 picks the machine's core count. `progress` (plans done, plans in
+ *  all) is called from one thread as plans are evaluated. */
+SearchResult search(const scenario::Scenario& base, const SearchSpace& space, int top, int threads,
+                    const std::function<void(std::size_t, std::size_t)>& progress = {});
 
 /** @brief The top plans of `r` evaluated again on the SimGrid engine (link-level contention), re-ranked by that
  *  time (ties: the analytical rank), as a terminal section. Throws core::ConfigError when this build has no

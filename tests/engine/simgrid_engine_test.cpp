@@ -141,6 +141,30 @@ TEST(SimGridEngine, Deterministic) {
   }
 }
 
+// The engine reports its progress task by task (the command line's progress line for long runs); the simulation
+// runs in a child process, so the calls are recorded in a file.
+TEST(SimGridEngine, ReportsProgressTaskByTask) {
+  if (!engine::simgrid_available()) GTEST_SKIP() << "built without SimGrid";
+  auto s = small("frontier", 2, 3);
+  s.engine = engine::EngineKind::kSimGrid;
+  const fs::path log = fs::temp_directory_path() / ("shardsim-progress-" + std::to_string(::getpid()));
+  engine::EngineOptions opts;
+  opts.progress = [&](std::size_t done, std::size_t total) {
+    std::ofstream(log, std::ios::app) << done << " " << total << "\n";
+  };
+  const auto ev = scenario::evaluate(s, opts);
+  std::ifstream in(log);
+  std::size_t calls = 0, done = 0, total = 0, last = 0;
+  while (in >> done >> total) {
+    ++calls;
+    EXPECT_EQ(done, last + 1);
+    last = done;
+  }
+  EXPECT_EQ(total, ev.graph.size());
+  EXPECT_EQ(calls, ev.graph.size());
+  fs::remove(log);
+}
+
 TEST(SimGridEngine, CacheOffGivesTheSameTimeWhenCollectivesRunAlone) {
   if (!engine::simgrid_available()) GTEST_SKIP() << "built without SimGrid";
   auto s = small("dgx-h100", 2, 3);
