@@ -137,7 +137,8 @@ int cmd_run(const std::vector<std::string>& args) {
     progress.update(static_cast<double>(v + 1) / n, fmt::format("{}/{} variants", v + 1, scenarios.size()));
   }
   progress.finish(fmt::format("{} of {} evaluated", scenarios.size(), scenarios.size()));
-  // Everything computed: now write outputs (JSON first, atomically, so a failure leaves nothing behind).
+  // Everything computed: now the outputs, all or none.
+  report::OutputFiles outputs;
   if (vm.count("json")) {
     // One result per scenario or sweep variant, always in an array.
     auto j = json_document<nlohmann::ordered_json>("run");
@@ -146,10 +147,11 @@ int cmd_run(const std::vector<std::string>& args) {
       j["results"].push_back(report::to_json(scenarios[i], evals[i]));
       j["results"].back()["validation"] = validate::describe_validation(scenarios[i], bands);
     }
-    report::write_file_atomic(vm["json"].as<std::string>(), j.dump(2) + "\n");
+    outputs.add(vm["json"].as<std::string>(), j.dump(2) + "\n");
   }
-  if (vm.count("trace")) report::write_file_atomic(vm["trace"].as<std::string>(), report::chrome_trace(evals[0]));
-  if (vm.count("memory-csv")) report::write_file_atomic(vm["memory-csv"].as<std::string>(), report::memory_csv(evals[0]));
+  if (vm.count("trace")) outputs.add(vm["trace"].as<std::string>(), report::chrome_trace(evals[0]));
+  if (vm.count("memory-csv")) outputs.add(vm["memory-csv"].as<std::string>(), report::memory_csv(evals[0]));
+  outputs.commit();
   if (scenarios.size() == 1) {
     std::cout << report::render_table(scenarios[0], evals[0]);
     std::cout << "\nvalidation  " << validate::describe_validation(scenarios[0], bands) << "\n";
@@ -207,8 +209,10 @@ int cmd_topology(const std::vector<std::string>& args) {
   }
   const auto topo = topology::LinkTopology::build(c, topology::parse_topology_kind(vm["kind"].as<std::string>(), "--kind"));
   topo.validate();
-  if (vm.count("export")) report::write_file_atomic(vm["export"].as<std::string>(), topo.to_simgrid_xml());
-  if (vm.count("dot")) report::write_file_atomic(vm["dot"].as<std::string>(), topo.node_to_dot());
+  report::OutputFiles outputs;
+  if (vm.count("export")) outputs.add(vm["export"].as<std::string>(), topo.to_simgrid_xml());
+  if (vm.count("dot")) outputs.add(vm["dot"].as<std::string>(), topo.node_to_dot());
+  outputs.commit();
   std::cout << topo.describe();
   return kOk;
 }
@@ -251,6 +255,7 @@ int cmd_search(const std::vector<std::string>& args) {
   });
   progress.finish("ranked");
   const std::string rescored = vm.count("rescore") ? search::rescore_on_simgrid(result) : std::string();
+  report::OutputFiles outputs;  // --json, --emit-deepspeed and --emit-scenario: all or none
   if (vm.count("json")) {
     auto j = json_document<nlohmann::ordered_json>("search");
     j["scenario"] = base.name;
@@ -268,7 +273,7 @@ int cmd_search(const std::vector<std::string>& args) {
       j["ranking"].push_back(row);
     }
     j["group_within"] = space.group_within;
-    report::write_file_atomic(vm["json"].as<std::string>(), j.dump(2) + "\n");
+    outputs.add(vm["json"].as<std::string>(), j.dump(2) + "\n");
   }
   // The DeepSpeed config is made before any file is written: a refusal leaves nothing half-way.
   std::optional<scenario::DeepSpeedExport> ds_out;
@@ -299,28 +304,31 @@ int cmd_search(const std::vector<std::string>& args) {
     }
   }
   if (vm.count("emit-deepspeed") && result.best.empty()) {
+    outputs.commit();  // the search's own JSON: an empty ranking is a result
     std::cout << search::render_search(base, result) << rescored;
     std::cerr << fmt::format("shardsim: no plan fits, so none was written to {}\n", vm["emit-deepspeed"].as<std::string>());
     return 1;
   }
   if (ds_out) {
-    report::write_file_atomic(vm["emit-deepspeed"].as<std::string>(), ds_out->json);
+    outputs.add(vm["emit-deepspeed"].as<std::string>(), ds_out->json);
     for (const auto& n : ds_out->notes) std::cerr << "shardsim: note: " << n << "\n";
   }
   if (vm.count("emit-scenario")) {
     const std::string out = vm["emit-scenario"].as<std::string>();
     if (result.best.empty()) {
+      outputs.commit();  // the search's own JSON: an empty ranking is a result
       std::cout << search::render_search(base, result) << rescored;
       std::cerr << fmt::format("shardsim: no plan fits, so none was written to {}\n", out);
       return 1;
     }
     const auto& win = result.best.front().scenario;
-    report::write_file_atomic(out, fmt::format("# shardsim search's winner for {} ({}): {:.4g} s per iteration\n",
+    outputs.add(out, fmt::format("# shardsim search's winner for {} ({}): {:.4g} s per iteration\n",
                                                base.name, result.best.front().evaluation.strategy,
                                                result.best.front().evaluation.run.iteration_time.value()) +
                                        scenario::scenario_with_plan(vm["scenario"].as<std::string>(), win.plan,
                                                                     win.cluster, base.name + "-best"));
   }
+  outputs.commit();
   std::cout << search::render_search(base, result) << rescored;
   // Timing goes to stderr so that stdout stays byte-identical between runs.
   std::cerr << fmt::format("searched {} plans in {:.2f} s ({:.0f} plans/s)\n", result.feasible + result.infeasible,

@@ -194,8 +194,10 @@ void write_results(const fs::path& dir, const std::map<std::size_t, Json>& rows)
     csv += "\n";
     jsonl += ordered.dump() + "\n";
   }
-  report::write_file_atomic((dir / "results.csv").string(), csv);
-  report::write_file_atomic((dir / "results.jsonl").string(), jsonl);
+  report::OutputFiles outputs;  // both or neither
+  outputs.add((dir / "results.csv").string(), csv);
+  outputs.add((dir / "results.jsonl").string(), jsonl);
+  outputs.commit();
 }
 
 // The results folder, made when missing.

@@ -223,16 +223,18 @@ int cmd_validate(const std::vector<std::string>& args) {
   const bool whole_suite = !vm.count("sets") && (!vm.count("role") || vm["role"].as<std::string>() == "check");
   const auto checks = whole_suite ? validate::load_collective_checks(dir + "/collectives")
                                   : std::vector<validate::CollectiveCheck>{};
+  report::OutputFiles outputs;  // --json, --csv and --write-bands: all or none
   if (vm.count("json")) {
     auto j = json_document<nlohmann::json>("validate");
     j.update(validate::validation_to_json(report));
     j["collective_checks"] = validate::collective_checks_to_json(checks);
-    report::write_file_atomic(vm["json"].as<std::string>(), j.dump(2) + "\n");
+    outputs.add(vm["json"].as<std::string>(), j.dump(2) + "\n");
   }
-  if (vm.count("csv")) report::write_file_atomic(vm["csv"].as<std::string>(), validate::validation_to_csv(report));
+  if (vm.count("csv")) outputs.add(vm["csv"].as<std::string>(), validate::validation_to_csv(report));
   if (vm.count("write-bands")) {
-    report::write_file_atomic(vm["write-bands"].as<std::string>(), validate::write_error_bands(validate::error_bands(report)));
+    outputs.add(vm["write-bands"].as<std::string>(), validate::write_error_bands(validate::error_bands(report)));
   }
+  outputs.commit();
   std::cout << validate::render_validation(report, vm.count("rows") > 0);
   if (!checks.empty()) std::cout << "\n" << validate::render_collective_checks(checks, vm.count("rows") > 0);
   return kOk;

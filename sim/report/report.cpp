@@ -450,41 +450,4 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
   return j;
 }
 
-void write_file_atomic(const std::string& path, const std::string& text) {
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  std::error_code ec;
-  const fs::file_status link = fs::symlink_status(target, ec);
-  const fs::file_status file = fs::status(target, ec);
-  // A device, a pipe or a link (/dev/null, /dev/stdout, a FIFO) is written in place, never replaced by a file.
-  if (fs::is_symlink(link) || (fs::exists(file) && !fs::is_regular_file(file))) {
-    std::ofstream out(target, std::ios::binary);
-    if (!out) throw OutputError(fmt::format("cannot write '{}'", path));
-    out << text;
-    out.flush();
-    if (!out) throw OutputError(fmt::format("cannot write '{}' (device full or closed?)", path));
-    return;
-  }
-  // A regular file: written beside the target under a name of this process, then renamed over it, so that the
-  // target is either the old file or the whole new one.
-  const fs::path tmp = target.parent_path() / fmt::format(".{}.{}.tmp", target.filename().string(), ::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw OutputError(fmt::format("cannot write '{}'", tmp.string()));
-    out << text;
-    out.flush();
-    if (!out) {
-      out.close();
-      fs::remove(tmp, ec);
-      throw OutputError(fmt::format("cannot write '{}' (disk full?); '{}' is left as it was", tmp.string(), path));
-    }
-  }
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    std::error_code ignored;
-    fs::remove(tmp, ignored);
-    throw OutputError(fmt::format("cannot write '{}': {}", path, ec.message()));
-  }
-}
-
 }  // namespace shardsim::report

@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/report/output_files.hpp"
+
 #include "sim/scenario/evaluate.hpp"
 #include "sim/scenario/scenario.hpp"
 
@@ -20,15 +22,5 @@ std::string render_sweep(const std::vector<scenario::Scenario>& s, const std::ve
 nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Evaluation& ev);
 /** @brief Where each rank role's time went and what it sent per network level (the `roles` array of to_json). */
 nlohmann::ordered_json roles_json(const scenario::Scenario& s, const scenario::Evaluation& ev);
-
-/** @brief An output file that cannot be written (bad path, no permission): the user's to fix, exit code 2. */
-class OutputError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-/** @brief Writes `text` to `path` atomically (temporary file + rename): never a half-written file. Throws
- *  OutputError. */
-void write_file_atomic(const std::string& path, const std::string& text);
 
 }  // namespace shardsim::report

@@ -391,6 +391,18 @@ TEST(Sweep, UnderMpirunTheRowsAreTheSame) {
 #endif
 }
 
+// Several outputs asked for: all written or none (exit 2), nothing left beside them.
+TEST(Cli, SeveralOutputsAreWrittenAllOrNone) {
+  const fs::path d = temp_dir();
+  const Outcome r = run("run scenarios/frontier_gpt20b_zero3.yaml --json '" + (d / "r.json").string() + "' --trace '" +
+                        (d / "no" / "t.json").string() + "' --memory-csv '" + (d / "m.csv").string() + "'");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_FALSE(fs::exists(d / "r.json"));
+  EXPECT_FALSE(fs::exists(d / "m.csv"));
+  EXPECT_TRUE(fs::is_empty(d));
+  fs::remove_all(d);
+}
+
 TEST(Cli, UsageErrorsExitWithTwo) {
   EXPECT_EQ(run("").code, 2);
   EXPECT_EQ(run("frobnicate").code, 2);
