@@ -624,9 +624,22 @@ std::string link_label(const topology::LinkTopology& topo, int key) {
 
 }  // namespace
 
+namespace {
+const core::ClusterSpec& within_budget(const core::ClusterSpec& cluster) {
+  if (cluster.total_devices() > kMaxSimGridDevices) {
+    throw core::ConfigError(core::SourceLocation{"<engine>", 0, 0}, "cluster.nodes",
+                            fmt::format("{} nodes x {} = {} devices, over the SimGrid engine's limit of {}; the analytical "
+                                        "engine (--engine analytical) runs any size",
+                                        cluster.nodes, cluster.devices_per_node, cluster.total_devices(),
+                                        kMaxSimGridDevices));
+  }
+  return cluster;
+}
+}  // namespace
+
 SimGridEngine::SimGridEngine(const core::ClusterSpec& cluster, core::CollectiveAlgorithm algorithm,
                              SimGridOptions options)
-    : cluster_(cluster),
+    : cluster_(within_budget(cluster)),
       algorithm_(algorithm),
       options_(options),
       topology_(topology::LinkTopology::build(cluster, options.topology)),

@@ -1,5 +1,6 @@
 #include "sim/scenario/text_file.hpp"
 
+#include <array>
 #include <fmt/format.h>
 
 #include <fstream>
@@ -12,9 +13,20 @@ namespace shardsim::scenario {
 std::string read_text_file(const std::string& path, const char* what) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw core::ConfigError(core::SourceLocation{path, 0, 0}, "", fmt::format("cannot open {}", what));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  // Read at most the budget (and one byte more to tell): /dev/zero or a mistaken multi-gigabyte file is refused,
+  // not read without end.
+  std::string text;
+  std::array<char, 1 << 16> buf{};
+  while (in && text.size() <= kMaxInputBytes) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    text.append(buf.data(), static_cast<std::size_t>(in.gcount()));
+  }
+  if (text.size() > kMaxInputBytes) {
+    throw core::ConfigError(core::SourceLocation{path, 0, 0}, "",
+                            fmt::format("{} is larger than {} MiB, the most shardsim reads from one input; is it the "
+                                        "right file?", what, kMaxInputBytes >> 20));
+  }
+  return text;
 }
 
 core::SourceLocation location_of_byte(const std::string& file, const std::string& text, std::size_t byte) {

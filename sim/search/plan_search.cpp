@@ -126,6 +126,19 @@ SearchSpace default_space(const scenario::Scenario& s) {
   sp.offload = st.offload;
   sp.memory_margin = st.memory_margin;
   sp.group_within = st.group_within;
+  // A value listed twice is one point of the space, not two.
+  auto unique = [](auto& v) {
+    std::vector<typename std::decay_t<decltype(v)>::value_type> out;
+    for (const auto& x : v) {
+      if (std::find(out.begin(), out.end(), x) == out.end()) out.push_back(x);
+    }
+    v = std::move(out);
+  };
+  unique(sp.tp);
+  unique(sp.pp);
+  unique(sp.micro_batch);
+  unique(sp.recompute);
+  unique(sp.shard_factors);
   return sp;
 }
 
@@ -135,6 +148,27 @@ SearchResult search(const scenario::Scenario& base, const SearchSpace& space, in
   const int devices = base.cluster.total_devices();
   const auto& m = base.model;
 
+  // Budget: count the space before building it.
+  {
+    double count = 0.0;
+    for (int pp : space.pp) {
+      for (int tp : space.tp) {
+        if (devices % (tp * pp) != 0 || m.heads % tp != 0 || m.layers % pp != 0) continue;
+        const int dp = devices / (tp * pp);
+        const double shapes = static_cast<double>(layouts(space, base.cluster, dp, tp, pp).size());
+        for (int mb : space.micro_batch) {
+          if (base.plan.global_batch % (mb * dp) == 0) count += shapes * static_cast<double>(space.recompute.size());
+        }
+      }
+    }
+    if (count > kMaxSearchPlans) {
+      throw core::ConfigError(core::SourceLocation{base.file, 0, 0}, "search",
+                              fmt::format("the plan space holds {:.3g} plans (shard factors x ZeRO++ switches x tp x pp x "
+                                          "micro-batch x recomputation), over the limit of {:.3g}; narrow it with the "
+                                          "search: section",
+                                          count, kMaxSearchPlans));
+    }
+  }
   // Enumerate every plan first (cheap), then evaluate in parallel.
   std::vector<core::PlanSpec> plans;
   for (int pp : space.pp) {

@@ -13,6 +13,10 @@
 
 namespace shardsim::search {
 
+/// The most plans one search enumerates (each is evaluated: a few hundred microseconds): far above the default
+/// space of any machine (a few thousand), far below what would take hours.
+inline constexpr double kMaxSearchPlans = 1e6;
+
 struct SearchSpace {
   std::vector<int> tp;                       ///< tensor-parallel degrees to try
   std::vector<int> pp;                       ///< pipeline stages to try (with DDP or ZeRO-1 inside, 1F1B)

@@ -429,6 +429,24 @@ TEST(Cli, BudgetsRefuseUnboundedWorkUpFront) {
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("--threads: 0 (one per core) to 1024, got 100000000"), std::string::npos) << r.out;
   EXPECT_EQ(run("validate --threads -1").code, 2);
+  // A search space past a million plans is counted and refused before it is built (values listed twice count once).
+  std::ofstream(d / "space.yaml") << "model: llama2-7b\ncluster: {preset: dgx-h100, nodes: 512}\nplan: {global_batch: 65536}\n"
+                                     "search:\n  shard_factors: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]\n"
+                                     "  micro_batch: [1, 2, 4, 8, 16]\n  tp: [1, 2, 4, 8, 1, 2]\n";
+  r = run("search '" + (d / "space.yaml").string() + "'");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("search: the plan space holds 1.02e+06 plans"), std::string::npos) << r.out;
+  // An input without end (/dev/zero) or beyond 64 MiB is refused after reading that much, not read forever.
+  r = run("run /dev/zero");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("larger than 64 MiB"), std::string::npos) << r.out;
+  // The SimGrid engine's platform grows with the devices: 800,000 took 6 GB and a minute; refused up front.
+  std::ofstream(d / "huge.yaml") << "model: llama-7b\ncluster: {preset: dgx-a100, nodes: 100000}\nplan: {zero_stage: 3}\n";
+  r = run("run '" + (d / "huge.yaml").string() + "' --engine simgrid");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("cluster.nodes: 100000 nodes x 8 = 800000 devices, over the SimGrid engine's limit of 131072"),
+            std::string::npos)
+      << r.out;
   fs::remove_all(d);
 }
 
