@@ -1,5 +1,6 @@
 #include "validate/calibration.hpp"
 
+#include <nlohmann/json.hpp>
 #include <fmt/format.h>
 
 #include <Eigen/Dense>
@@ -55,9 +56,36 @@ Calibration calibrate(const Results& r, const std::string& file, DeviceFit* fit)
         throw core::ConfigError(core::SourceLocation{file, 0, 0}, fmt::format("measurements.{}", name),
                                 fmt::format("a {} needs measurements at two or more sizes to fit", what));
       }
-      out[name] = fit_latency_bandwidth(pts);
+      const LinearFit f = fit_latency_bandwidth(pts);
+      // A calibration run --calibration would refuse is not written: measurements where a larger size took no
+      // longer (or a time that is no time) fit no latency + size / bandwidth.
+      if (!(f.bandwidth.value() > 0.0) || !std::isfinite(f.bandwidth.value()) || !std::isfinite(f.max_relative_error)) {
+        std::string points;
+        for (const auto& [bytes, seconds] : pts) {
+          points += fmt::format("{}{:.4g} B in {}", points.empty() ? "" : ", ", bytes, core::format_seconds(core::Seconds(seconds)));
+        }
+        throw core::ConfigError(core::SourceLocation{file, 0, 0}, fmt::format("measurements.{}", name),
+                                fmt::format("the {} times do not grow with size ({}): no latency + size / bandwidth "
+                                            "fits them; measure again",
+                                            what, points));
+      }
+      out[name] = f;
     }
   };
+  // GEMMs faster than the device's peak are not measurements of this device (or of this dtype).
+  if (r.peak) {
+    for (const auto& m : r.measurements) {
+      if (m.kind != "gemm" || !(m.seconds > 0.0)) continue;
+      const double rate = 2.0 * static_cast<double>(m.m) * static_cast<double>(m.n) * static_cast<double>(m.k) / m.seconds;
+      if (rate > 1.05 * r.peak->value()) {
+        throw core::ConfigError(core::SourceLocation{file, 0, 0}, fmt::format("measurements.{}", m.name),
+                                fmt::format("a {}x{}x{} GEMM in {} is {:.4g} TFLOP/s, above the peak of {:.4g} TFLOP/s "
+                                            "(peak:): not a measurement of this device at this dtype",
+                                            m.m, m.n, m.k, core::format_seconds(core::Seconds(m.seconds)), rate / 1e12,
+                                            r.peak->value() / 1e12));
+      }
+    }
+  }
   fit_all(copies, c.copies, "copy");
   fit_all(kernels, c.kernels, "kernel");
   if (r.device.backend != "cpu" && topology::find_preset_for_device(r.device.name)) {
@@ -203,14 +231,17 @@ std::map<std::string, FittedParameter> parse_parameters(const ConfigNode& n) {
 std::string write_calibration(const Calibration& c) {
   std::string o = "# shardsim calibration: fitted model parameters (see validate/calibration.hpp)\n";
   if (!c.device.backend.empty()) {
-    o += fmt::format("device: {{name: \"{}\", driver: \"{}\", backend: {}, date: \"{}\"}}\n", c.device.name,
-                     c.device.driver, c.device.backend, c.device.date);
+    const auto q = [](const std::string& v) { return nlohmann::json(v).dump(); };
+    o += fmt::format("device: {{name: {}, driver: {}, backend: {}, date: {}}}\n", q(c.device.name), q(c.device.driver),
+                     q(c.device.backend), q(c.device.date));
   }
   if (c.peak) o += fmt::format("peak: {:.6g}TFLOP/s\n", c.peak->value() / 1e12);
   o += "copies:\n";
-  for (const auto& [name, f] : c.copies) o += fmt::format("  {}: {}\n", name, fit_line(f));
+  // Names as YAML double-quoted strings (a JSON string is one): whatever characters a benchmark gave them.
+  auto quoted = [](const std::string& name) { return nlohmann::json(name).dump(); };
+  for (const auto& [name, f] : c.copies) o += fmt::format("  {}: {}\n", quoted(name), fit_line(f));
   o += "kernels:\n";
-  for (const auto& [name, f] : c.kernels) o += fmt::format("  {}: {}\n", name, fit_line(f));
+  for (const auto& [name, f] : c.kernels) o += fmt::format("  {}: {}\n", quoted(name), fit_line(f));
   if (!c.parameters.empty()) {
     o += "parameters:\n";
     for (const auto& [name, f] : c.parameters) o += parameter_line(name, f);

@@ -25,6 +25,14 @@
 namespace shardsim::cli {
 namespace {
 
+// A calibration file is written only as run --calibration reads it back: whatever the fit, never a file that is
+// then refused.
+void write_calibration_file(const std::string& path, const validate::Calibration& cal) {
+  const std::string text = validate::write_calibration(cal);
+  (void)validate::parse_calibration(text, path);
+  report::write_file_atomic(path, text);
+}
+
 // Loads the validation sets named by id (every set in `dir` when `names` is empty).
 std::vector<validate::ValidationSet> load_sets(const std::vector<std::string>& names, const std::string& dir) {
   std::vector<validate::ValidationSet> all, out;
@@ -94,7 +102,7 @@ int calibrate_collectives(const po::variables_map& vm) {
   machine.cluster.nodes = std::max<int>(machine.cluster.nodes, static_cast<int>(machine.cluster.nodes_for(most)));
   const auto fit = validate::fit_collectives(samples, machine, split_commas(vm["fit"].as<std::string>()));
   if (vm.count("output")) {
-    report::write_file_atomic(vm["output"].as<std::string>(), validate::write_calibration(validate::run_fit_calibration(fit)));
+    write_calibration_file(vm["output"].as<std::string>(), validate::run_fit_calibration(fit));
   }
   const auto held_out = std::count_if(samples.begin(), samples.end(), [](const auto& c) { return c.check; });
   std::cout << fmt::format("{} samples on {} ({} fitted, {} held out: files marked role=check)\n", samples.size(),
@@ -118,7 +126,7 @@ int calibrate_runs(const po::variables_map& vm) {
   }
   const auto fit = validate::fit_runs(obs, split_commas(vm["fit"].as<std::string>()), engine, thread_count(vm));
   if (vm.count("output")) {
-    report::write_file_atomic(vm["output"].as<std::string>(), validate::write_calibration(validate::run_fit_calibration(fit)));
+    write_calibration_file(vm["output"].as<std::string>(), validate::run_fit_calibration(fit));
   }
   std::cout << validate::render_run_fit(fit);
   return kOk;
@@ -165,7 +173,7 @@ int cmd_calibrate(const std::vector<std::string>& args) {
   const auto results = validate::parse_results(scenario::read_text_file(path, "results file"), path);
   validate::DeviceFit fit;
   const auto cal = validate::calibrate(results, path, &fit);
-  if (vm.count("output")) report::write_file_atomic(vm["output"].as<std::string>(), validate::write_calibration(cal));
+  if (vm.count("output")) write_calibration_file(vm["output"].as<std::string>(), cal);
   std::cout << validate::render_comparison(results, cal);
   if (!fit.preset.empty()) {
     std::cout << "\n" << validate::render_device_fit(fit);

@@ -99,6 +99,35 @@ TEST(Calibration, ClearErrors) {
   }
 }
 
+// What run --calibration would refuse is not fitted: copies whose larger sizes took less time, GEMMs faster than the
+// device's peak; names of any characters are written so that the file reads back.
+TEST(Calibration, RefusesWhatCouldNotBeAMeasurementAndQuotesNames) {
+  auto error_of = [](const std::string& yaml) -> std::string {
+    try {
+      (void)calibrate(parse_results(yaml, "r.yaml"), "r.yaml");
+    } catch (const core::ConfigError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  const std::string head = "device: {name: \"H100 SXM 80GB\", driver: \"0\", backend: cuda, date: d}\npeak: 989TFLOP/s\n"
+                           "measurements:\n";
+  EXPECT_NE(error_of(head + "  - {kind: copy, name: d2d, bytes: 64KiB, seconds: 40us}\n"
+                            "  - {kind: copy, name: d2d, bytes: 64MiB, seconds: 4us}\n")
+                .find("measurements.d2d: the copy times do not grow with size"),
+            std::string::npos);
+  EXPECT_NE(error_of(head + "  - {kind: gemm, name: bf16, m: 4096, n: 4096, k: 4096, seconds: 1us}\n")
+                .find("above the peak of 989 TFLOP/s"),
+            std::string::npos);
+  const Results quoted = parse_results(head + "  - {kind: copy, name: \"d2d \\\"x: y\", bytes: 64KiB, seconds: 5us}\n"
+                                              "  - {kind: copy, name: \"d2d \\\"x: y\", bytes: 64MiB, seconds: 50us}\n",
+                                       "r.yaml");
+  const Calibration c = calibrate(quoted, "r.yaml");
+  const Calibration back = parse_calibration(write_calibration(c), "c.yaml");
+  ASSERT_EQ(back.copies.count("d2d \"x: y"), 1u) << write_calibration(c);
+  EXPECT_EQ(back.device.name, "H100 SXM 80GB");
+}
+
 // The committed H100 measurements, fitted again, give the built-in H100's device numbers: the preset is the fit.
 TEST(DeviceFit, H100PresetIsTheFitOfItsMeasurements) {
   const std::string path = std::string(SHARDSIM_SOURCE_DIR) + "/validate/results/NVIDIA-H100-80GB-HBM3-2026-11-23.yaml";
