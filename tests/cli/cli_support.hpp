@@ -22,11 +22,9 @@ struct Outcome {
   std::string out;  ///< stdout, and stderr when asked for
 };
 
-/** @brief Runs `shardsim ARGS` in the source tree. */
-inline Outcome run_shardsim(const std::string& args, bool with_stderr) {
+/** @brief Runs the shell command line `cmd`: its stdout (and whatever it redirects there) and exit code. */
+inline Outcome run_shell(const std::string& cmd) {
   Outcome r;
-  const std::string cmd =
-      "cd '" + kSource.string() + "' && '" + kBinary + "' " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;
   std::array<char, 4096> buf{};
@@ -35,6 +33,11 @@ inline Outcome run_shardsim(const std::string& args, bool with_stderr) {
   const int status = pclose(p);
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+/** @brief Runs `shardsim ARGS` in the source tree. */
+inline Outcome run_shardsim(const std::string& args, bool with_stderr) {
+  return run_shell("cd '" + kSource.string() + "' && '" + kBinary + "' " + args + (with_stderr ? " 2>&1" : " 2>/dev/null"));
 }
 
 inline std::string read(const fs::path& p) {

@@ -359,15 +359,7 @@ TEST(Sweep, UnderMpirunTheRowsAreTheSame) {
                                          "OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1 ") +
                              SHARDSIM_MPIEXEC + " -np 2 --oversubscribe '" + kBinary + "' ";
   auto under_mpi = [&](const std::string& args) {
-    Outcome o;
-    const std::string cmd = "cd '" + kSource.string() + "' && " + mpirun + args + " 2>&1";
-    FILE* p = popen(cmd.c_str(), "r");
-    std::array<char, 4096> buf{};
-    std::size_t n = 0;
-    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) o.out.append(buf.data(), n);
-    const int status = pclose(p);
-    o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return o;
+    return run_shell("cd '" + kSource.string() + "' && " + mpirun + args + " 2>&1");
   };
   r = under_mpi(sweep + "'" + (d / "mpi").string() + "'");
   ASSERT_EQ(r.code, 0) << r.out;
