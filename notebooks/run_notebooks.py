@@ -69,7 +69,12 @@ def main():
             print(f"FAILED (exit {r.returncode}): {' '.join(cmd)}\n{r.stderr}")
             return 1
 
-    env = dict(os.environ, SHARDSIM_NB_DATA=str(data), SHARDSIM_NB_FIGURES=str(figures), MPLBACKEND="Agg")
+    # Jupyter's, IPython's and matplotlib's own files under OUT too: nothing depends on a writable home.
+    home = out / "home"
+    env = dict(os.environ, SHARDSIM_NB_DATA=str(data), SHARDSIM_NB_FIGURES=str(figures), MPLBACKEND="Agg",
+               JUPYTER_RUNTIME_DIR=str(home / "jupyter-runtime"), JUPYTER_DATA_DIR=str(home / "jupyter-data"),
+               JUPYTER_CONFIG_DIR=str(home / "jupyter-config"), IPYTHONDIR=str(home / "ipython"),
+               MPLCONFIGDIR=str(home / "matplotlib"), JUPYTER_PLATFORM_DIRS="1")
     failed = []
     for name, expected in NOTEBOOKS.items():
         if args.only and name not in args.only:
