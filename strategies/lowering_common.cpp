@@ -139,8 +139,8 @@ void lower_optimizer_step(graph::TaskGraph& g, const StepLowering& step) {
     }
     // (With the parameters offloaded too they are written in host memory, part of the host's work: no upload.)
     if (step.upload_bytes > 0.0) {
-      upload = g.add_copy(step.role, graph::Stream::kHostToDevice, Purpose::kOffload, core::Bytes(step.upload_bytes),
-                          -1, -1);
+      upload = g.add_copy(step.role, graph::Stream::kHostToDevice, Purpose::kOffload, graph::Phase::kOptimizer,
+                          core::Bytes(step.upload_bytes), -1, -1);
       g.add_dep(*upload, before);
       if (step.upload_device_bytes > 0.0) {
         const TaskId cast = g.add_kernel(step.role, graph::Stream::kCompute, Purpose::kOffload, -1, -1,

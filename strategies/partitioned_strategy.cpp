@@ -199,7 +199,9 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
       // partition_parameters.py all_gather_coalesced: ds_tensor.to(device, non_blocking=True) from pinned memory).
       std::optional<TaskId> staged;
       if (plan.offload.params) {
-        staged = g.add_copy(role, Stream::kHostToDevice, Purpose::kOffload, core::Bytes(elements / shard * pb), unit, micro);
+        staged = g.add_copy(role, Stream::kHostToDevice, Purpose::kOffload,
+                            purpose == Purpose::kParamGatherBwd ? Phase::kBackward : Phase::kForward,
+                            core::Bytes(elements / shard * pb), unit, micro);
         for (TaskId a : after) g.add_dep(*staged, a);
       }
       const std::span<const TaskId> ready_after = staged ? std::span<const TaskId>(&*staged, 1) : after;
@@ -295,7 +297,9 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
     if (plan.offload.optimizer) {
       // ZeRO-Offload: this rank's reduced share of the bucket goes to the host, where CPU Adam will read it.
       const double share = elements / (boundary ? sh.optimizer : sh.grads) * plan.offload.ratio;
-      auto copy = [&](Stream s, double b) { chain(g.add_copy(role, s, Purpose::kOffload, core::Bytes(b), unit, micro)); };
+      auto copy = [&](Stream s, double b) {
+        chain(g.add_copy(role, s, Purpose::kOffload, Phase::kBackward, core::Bytes(b), unit, micro));
+      };
       if (ds_stage3) {
         // DeepSpeed 0.14 ZeRO-3 (stage3.py:1418-1467 partition_grads): the reduced shard into its pinned host
         // buffer and back to the device (for the norm), every micro-batch; at the accumulation boundary a copy_

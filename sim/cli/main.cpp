@@ -99,7 +99,9 @@ int cmd_run(const std::vector<std::string>& args) {
       "deepspeed", po::value<std::string>(), "take the ZeRO part of the plan from this DeepSpeed config (ds_config.json)")(
       "calibration", po::value<std::string>(), "use the fitted device numbers of this calibration file (shardsim calibrate)")(
       "trace", po::value<std::string>(), "write the iteration as a Chrome/Perfetto trace (a scenario without sweep)")(
-      "memory-csv", po::value<std::string>(), "write memory over time per rank role as CSV (a scenario without sweep)");
+      "memory-csv", po::value<std::string>(), "write memory over time per rank role as CSV (a scenario without sweep)")(
+      "host-link-csv", po::value<std::string>(),
+      "write every host <-> device copy (direction, phase, start, end, bytes) as CSV (a scenario without sweep)");
   const auto parsed = parse_command(args, opts, "scenario");
   if (!parsed) return kOk;
   const auto& vm = *parsed;
@@ -115,8 +117,8 @@ int cmd_run(const std::vector<std::string>& args) {
     const auto cal = validate::load_calibration(path);
     for (auto& s : scenarios) validate::apply_to_scenario(cal, s);
   }
-  if ((vm.count("trace") || vm.count("memory-csv")) && scenarios.size() != 1) {
-    throw UsageError("--trace and --memory-csv take a scenario without a sweep: section");
+  if ((vm.count("trace") || vm.count("memory-csv") || vm.count("host-link-csv")) && scenarios.size() != 1) {
+    throw UsageError("--trace, --memory-csv and --host-link-csv take a scenario without a sweep: section");
   }
   const auto bands = load_error_bands();
   std::vector<scenario::Evaluation> evals;
@@ -151,6 +153,7 @@ int cmd_run(const std::vector<std::string>& args) {
   }
   if (vm.count("trace")) outputs.add(vm["trace"].as<std::string>(), report::chrome_trace(evals[0]));
   if (vm.count("memory-csv")) outputs.add(vm["memory-csv"].as<std::string>(), report::memory_csv(evals[0]));
+  if (vm.count("host-link-csv")) outputs.add(vm["host-link-csv"].as<std::string>(), report::host_link_csv(evals[0]));
   outputs.commit();
   if (scenarios.size() == 1) {
     std::cout << report::render_table(scenarios[0], evals[0]);

@@ -139,9 +139,9 @@ TaskId TaskGraph::add_kernel(std::uint16_t role, Stream stream, Purpose purpose,
   return t;
 }
 
-TaskId TaskGraph::add_copy(std::uint16_t role, Stream stream, Purpose purpose, core::Bytes bytes, std::int32_t unit,
-                           std::int32_t micro) {
-  const TaskId t = add_compute(role, Phase::kNone, unit, micro, core::Flops(0.0), bytes);
+TaskId TaskGraph::add_copy(std::uint16_t role, Stream stream, Purpose purpose, Phase phase, core::Bytes bytes,
+                           std::int32_t unit, std::int32_t micro) {
+  const TaskId t = add_compute(role, phase, unit, micro, core::Flops(0.0), bytes);
   tasks_[t].kind = TaskKind::kCopy;
   tasks_[t].stream = stream;
   tasks_[t].purpose = purpose;

@@ -135,9 +135,10 @@ class TaskGraph {
    *  `stream`; engines cost it like compute but account it under `purpose`. */
   TaskId add_kernel(std::uint16_t role, Stream stream, Purpose purpose, std::int32_t unit, std::int32_t micro,
                     core::Bytes memory_bytes);
-  /** @brief Appends a host <-> device copy of `bytes` on `stream` (kHostToDevice or kDeviceToHost). */
-  TaskId add_copy(std::uint16_t role, Stream stream, Purpose purpose, core::Bytes bytes, std::int32_t unit,
-                  std::int32_t micro);
+  /** @brief Appends a host <-> device copy of `bytes` on `stream` (kHostToDevice or kDeviceToHost), in `phase`
+   *  (the pass it serves: forward or backward fetches, backward gradients, the optimizer's upload). */
+  TaskId add_copy(std::uint16_t role, Stream stream, Purpose purpose, Phase phase, core::Bytes bytes,
+                  std::int32_t unit, std::int32_t micro);
   /** @brief Appends memory-bound host-CPU work touching `bytes` of host memory, on `stream`. */
   TaskId add_host_compute(std::uint16_t role, Stream stream, Purpose purpose, core::Bytes bytes);
   /** @brief Appends `time` of host-CPU work on the host stream (the framework's thread), which tasks that it

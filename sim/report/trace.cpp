@@ -90,10 +90,57 @@ std::string chrome_trace(const scenario::Evaluation& ev) {
                         {"args", parts}});
     }
   }
+  // Host link activity per direction: the rate of the copies in flight, stepping at each copy's start and end.
+  for (const auto& [stream, name] : {std::pair{graph::Stream::kHostToDevice, "host link h2d (GB/s)"},
+                                     std::pair{graph::Stream::kDeviceToHost, "host link d2h (GB/s)"}}) {
+    for (std::size_t r = 0; r < g.roles().size(); ++r) {
+      std::vector<std::pair<double, double>> steps;  // (time, rate change)
+      for (graph::TaskId i = 0; i < tasks.size(); ++i) {
+        const auto& t = tasks[i];
+        if (t.kind != graph::TaskKind::kCopy || t.stream != stream || t.role != r) continue;
+        const auto& tm = ev.run.timings[i];
+        const double dur = tm.end_s - tm.start_s;
+        if (!(dur > 0.0)) continue;
+        steps.emplace_back(tm.start_s, t.bytes / dur);
+        steps.emplace_back(tm.end_s, -t.bytes / dur);
+      }
+      if (steps.empty()) continue;
+      std::stable_sort(steps.begin(), steps.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      double rate = 0.0;
+      for (std::size_t k = 0; k < steps.size(); ++k) {
+        rate += steps[k].second;
+        if (k + 1 < steps.size() && steps[k + 1].first == steps[k].first) continue;  // one sample per instant
+        events.push_back({{"name", name},
+                          {"ph", "C"},
+                          {"ts", steps[k].first * 1e6},
+                          {"pid", r},
+                          {"args", {{"GB/s", std::max(0.0, rate) / 1e9}}}});
+      }
+    }
+  }
   J doc;
   doc["traceEvents"] = events;
   doc["displayTimeUnit"] = "ms";
   return doc.dump() + "\n";
+}
+
+std::string host_link_csv(const scenario::Evaluation& ev) {
+  const graph::TaskGraph& g = ev.graph;
+  SHARDSIM_ASSERT(ev.run.timings.size() == g.size(), "the host link timeline needs per-task timings");
+  std::string o = "role,direction,phase,purpose,start_s,end_s,bytes,GBps\n";
+  const auto& tasks = g.tasks();
+  for (graph::TaskId i = 0; i < tasks.size(); ++i) {
+    const auto& t = tasks[i];
+    if (t.kind != graph::TaskKind::kCopy) continue;
+    const auto& tm = ev.run.timings[i];
+    const double dur = tm.end_s - tm.start_s;
+    std::string purpose(graph::purpose_name(t.purpose));
+    std::replace(purpose.begin(), purpose.end(), ',', ';');
+    o += fmt::format("{},{},{},\"{}\",{:.9f},{:.9f},{:.0f},{:.3f}\n", g.roles()[t.role],
+                     t.stream == graph::Stream::kHostToDevice ? "h2d" : "d2h", graph::phase_name(t.phase), purpose,
+                     tm.start_s, tm.end_s, t.bytes, dur > 0.0 ? t.bytes / dur / 1e9 : 0.0);
+  }
+  return o;
 }
 
 std::string memory_csv(const scenario::Evaluation& ev) {

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <sys/stat.h>
@@ -128,6 +129,37 @@ TEST(Cli, TraceAndMemoryCsvDescribeTheIteration) {
   ASSERT_EQ(run(args).code, 0);
   EXPECT_EQ(read(d / "t.json"), first);
   EXPECT_EQ(run("run scenarios/dgx_llama13b_stages.yaml --trace '" + (d / "x.json").string() + "'").code, 2);
+  fs::remove_all(d);
+}
+
+// The host link over the iteration (ZeRO-3 with the optimizer offloaded): every copy with its direction and the
+// phase it serves (gradients to the host in backward, the parameters' upload in the step), and a trace counter of
+// the rate per direction.
+TEST(Cli, HostLinkActivityByPhase) {
+  const fs::path d = temp_dir();
+  std::ofstream(d / "offload.yaml") << "model: {preset: llama2-7b, layers: 8}\ncluster: {preset: polaris, nodes: 2}\n"
+                                       "plan: {zero_stage: 3, micro_batch: 1, global_batch: 8, recompute: full,\n"
+                                       "       offload_optimizer: {device: cpu}}\n";
+  const Outcome r = run("run '" + (d / "offload.yaml").string() + "' --host-link-csv '" + (d / "l.csv").string() +
+                        "' --trace '" + (d / "t.json").string() + "'");
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::istringstream lines(read(d / "l.csv"));
+  std::string line;
+  std::getline(lines, line);
+  EXPECT_EQ(line, "role,direction,phase,purpose,start_s,end_s,bytes,GBps");
+  std::map<std::string, int> kinds;
+  while (std::getline(lines, line)) {
+    const auto a = line.find(','), b = line.find(',', a + 1), c = line.find(',', b + 1);
+    ++kinds[line.substr(a + 1, c - a - 1)];
+  }
+  EXPECT_GT(kinds["d2h,backward"], 0);
+  EXPECT_EQ(kinds["h2d,optimizer"], 1);  // the updated parameters, once per iteration
+  int counters = 0;
+  const auto trace = nlohmann::json::parse(read(d / "t.json"));
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] == "C" && e["name"] == "host link d2h (GB/s)") ++counters;
+  }
+  EXPECT_GT(counters, 2);
   fs::remove_all(d);
 }
 
