@@ -70,6 +70,87 @@ std::string plan_line(const scenario::Scenario& s, const scenario::Evaluation& e
 
 }  // namespace
 
+// The host link and the optimizer step of an offloaded run, for rank role `role`: bytes and busy time per direction,
+// how much of it compute hides, and where the time after the last backward goes (CPU optimizer, upload). Empty
+// where the role copies nothing or the run kept no timings.
+std::string host_link_section(const scenario::Evaluation& ev, std::uint16_t role) {
+  const auto& g = ev.graph;
+  if (ev.run.timings.size() != g.size()) return {};
+  const auto& tasks = g.tasks();
+  std::vector<std::pair<double, double>> compute;
+  double last_backward = 0.0;
+  for (graph::TaskId i = 0; i < tasks.size(); ++i) {
+    const auto& t = tasks[i];
+    if (t.role != role || t.kind != graph::TaskKind::kCompute || t.purpose != graph::Purpose::kCompute) continue;
+    compute.emplace_back(ev.run.timings[i].start_s, ev.run.timings[i].end_s);
+    if (t.phase == graph::Phase::kBackward || t.phase == graph::Phase::kRecompute) {
+      last_backward = std::max(last_backward, ev.run.timings[i].end_s);
+    }
+  }
+  std::sort(compute.begin(), compute.end());
+  // Time of [a, b) during which the role computes (compute intervals are in one in-order stream: disjoint).
+  auto covered = [&](double a, double b) {
+    double c = 0.0;
+    for (const auto& [s, e] : compute) {
+      if (s >= b) break;
+      c += std::max(0.0, std::min(b, e) - std::max(a, s));
+    }
+    return c;
+  };
+  struct Dir {
+    double bytes = 0.0, busy = 0.0, hidden = 0.0;
+    std::array<double, kPhases> by_phase{};
+  };
+  Dir d2h, h2d;
+  // The host's work (CPU Adam, gradient staging and conversion) and the uploads, in all and after the last backward.
+  double cpu = 0.0, cpu_after = 0.0, upload_after = 0.0;
+  auto after = [&](double a, double b) { return std::max(0.0, b - std::max(a, last_backward)); };
+  for (graph::TaskId i = 0; i < tasks.size(); ++i) {
+    const auto& t = tasks[i];
+    if (t.role != role) continue;
+    const auto& tm = ev.run.timings[i];
+    if (t.kind == graph::TaskKind::kHostCompute && t.purpose == graph::Purpose::kOffload) {
+      cpu += tm.end_s - tm.start_s;
+      cpu_after += after(tm.start_s, tm.end_s);
+    }
+    if (t.kind != graph::TaskKind::kCopy) continue;
+    Dir& d = t.stream == graph::Stream::kHostToDevice ? h2d : d2h;
+    d.bytes += t.bytes;
+    d.busy += tm.end_s - tm.start_s;
+    d.hidden += covered(tm.start_s, tm.end_s);
+    d.by_phase[static_cast<std::size_t>(t.phase)] += t.bytes;
+    if (t.stream == graph::Stream::kHostToDevice) upload_after += after(tm.start_s, tm.end_s);
+  }
+  if (d2h.bytes <= 0.0 && h2d.bytes <= 0.0 && cpu <= 0.0) return {};
+  std::string o = "  host link and optimizer step (offload)\n";
+  for (const auto& [name, d] : {std::pair<const char*, const Dir&>{"device -> host", d2h}, {"host -> device", h2d}}) {
+    if (d.bytes <= 0.0) continue;
+    std::string phases;
+    for (std::size_t p = 0; p < kPhases; ++p) {
+      if (d.by_phase[p] <= 0.0) continue;
+      phases += fmt::format("{}{} {:.0f}%", phases.empty() ? "" : ", ", graph::phase_name(static_cast<graph::Phase>(p)),
+                            100.0 * d.by_phase[p] / d.bytes);
+    }
+    o += fmt::format("    {:<24}{:>12}  in {} busy, {:.0f}% hidden behind compute ({})\n", name,
+                     fmt::format("{:.3f} GB", d.bytes / 1e9), core::format_seconds(core::Seconds(d.busy)),
+                     d.busy > 0.0 ? 100.0 * d.hidden / d.busy : 0.0, phases);
+  }
+  if (cpu > 0.0) {
+    o += fmt::format("    {:<24}{:>12}  CPU optimizer and gradient staging on the host, {} of it after the last "
+                     "backward\n",
+                     "host CPU", core::format_seconds(core::Seconds(cpu)), core::format_seconds(core::Seconds(cpu_after)));
+  }
+  const double step = ev.run.iteration_time.value() - last_backward;
+  if (step > 0.0) {
+    o += fmt::format("    {:<24}{:>12}  after the last backward: host CPU {}, uploads {}, the rest (reductions, "
+                     "waits) {}\n",
+                     "step", core::format_seconds(core::Seconds(step)), core::format_seconds(core::Seconds(cpu_after)),
+                     core::format_seconds(core::Seconds(upload_after)),
+                     core::format_seconds(core::Seconds(std::max(0.0, step - cpu_after - upload_after))));
+  }
+  return o;
+}
+
 std::string render_table(const scenario::Scenario& s, const scenario::Evaluation& ev) {
   const auto& m = s.model;
   const auto& c = s.cluster;
@@ -205,6 +286,7 @@ std::string render_table(const scenario::Scenario& s, const scenario::Evaluation
     for (std::size_t l = 0; l < c.levels.size(); ++l) {
       o += fmt::format("    {:<24}{:>12}\n", c.levels[l].name, fmt::format("{:.3f} GB", r.bytes_by_level[l] / 1e9));
     }
+    o += host_link_section(ev, static_cast<std::uint16_t>(ri));
     o += "\n";
   }
 

@@ -143,6 +143,10 @@ TEST(Cli, HostLinkActivityByPhase) {
   const Outcome r = run("run '" + (d / "offload.yaml").string() + "' --host-link-csv '" + (d / "l.csv").string() +
                         "' --trace '" + (d / "t.json").string() + "'");
   ASSERT_EQ(r.code, 0) << r.out;
+  // The report: bytes per direction, how much compute hides, and where the step's time goes.
+  EXPECT_NE(r.out.find("host link and optimizer step (offload)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("hidden behind compute (backward 100%)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("after the last backward: host CPU"), std::string::npos) << r.out;
   std::istringstream lines(read(d / "l.csv"));
   std::string line;
   std::getline(lines, line);
