@@ -17,8 +17,8 @@ ProgressLine::ProgressLine(std::string what, double quiet_s)
 
 void ProgressLine::update(double fraction, const std::string& detail) {
   const auto now = Clock::now();
-  const bool tty = ::isatty(STDERR_FILENO) != 0;
   if (std::chrono::duration<double>(now - start_).count() < quiet_s_) return;
+  const bool tty = ::isatty(STDERR_FILENO) != 0;
   if (printed_ && now - last_ < std::chrono::milliseconds(tty ? 200 : 5000)) return;
   last_ = now;
   print(fraction, detail, false);
