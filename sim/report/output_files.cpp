@@ -91,10 +91,16 @@ void remove_stale_temporaries(const fs::path& target) {
 OutputFiles::~OutputFiles() { discard(); }
 
 void OutputFiles::add(const std::string& path, std::string text) {
+  std::error_code ec;
+  for (const auto& other : files_) {
+    // Two outputs to one file (--json x --trace x): one would silently replace the other.
+    if (other.path == path || fs::equivalent(other.path, path, ec)) {
+      throw OutputError(fmt::format("'{}' is named for two outputs; give each its own file", path));
+    }
+  }
   File f;
   f.path = path;
   f.text = std::move(text);
-  std::error_code ec;
   const fs::path target(path);
   const fs::file_status link = fs::symlink_status(target, ec);
   const fs::file_status file = fs::status(target, ec);

@@ -23,7 +23,8 @@ class OutputFiles {
   OutputFiles(const OutputFiles&) = delete;
   OutputFiles& operator=(const OutputFiles&) = delete;
 
-  /** @brief Adds `text` for `path` (nothing is written yet). */
+  /** @brief Adds `text` for `path` (nothing is written yet). Throws OutputError when `path` is already one of the
+   *  outputs. */
   void add(const std::string& path, std::string text);
   /** @brief Writes every regular target's temporary. Throws OutputError (and removes them) when one fails. */
   void prepare();

@@ -54,6 +54,11 @@ TEST(OutputFiles, AllOrNothing) {
   EXPECT_EQ(read(d / "a.json"), "new a");
   EXPECT_EQ(read(d / "b.csv"), "new b");
   EXPECT_EQ(files_in(d), 2);
+  // One file named for two outputs is refused, not half-written.
+  OutputFiles twice;
+  twice.add((d / "a.json").string(), "x");
+  EXPECT_THROW(twice.add((d / "a.json").string(), "y"), OutputError);
+  EXPECT_THROW(twice.add((d / "." / "a.json").string(), "y"), OutputError);
   fs::remove_all(d);
 }
 
