@@ -147,13 +147,14 @@ std::string memory_csv(const scenario::Evaluation& ev) {
   const graph::TaskGraph& g = ev.graph;
   std::string o = "role,time_s,bytes";
   for (const auto& [name, bytes] : memory_parts({}, {})) o += "," + name;
-  o += "\n";
+  // Host memory each device's rank holds (ZeRO-Offload: its optimizer states and pinned buffers, allocated at start).
+  o += ",host\n";
   for (std::size_t r = 0; r < ev.run.memory.size(); ++r) {
     const graph::ResidentMemory resident = g.resident(static_cast<std::uint16_t>(r));
     for (const auto& m : ev.run.memory[r]) {
       o += fmt::format("{},{:.9f},{:.0f}", g.roles()[r], m.time_s, m.bytes);
       for (const auto& [name, bytes] : memory_parts(resident, m)) o += fmt::format(",{:.0f}", bytes);
-      o += "\n";
+      o += fmt::format(",{:.0f}\n", ev.memory.host_bytes);
     }
   }
   return o;

@@ -17,7 +17,8 @@ std::string chrome_trace(const scenario::Evaluation& ev);
 std::string host_link_csv(const scenario::Evaluation& ev);
 /** @brief The memory timeline as CSV: role, time_s, bytes in use, then the same by category: what the rank
  *  holds all iteration (params, grads, optimizer, reserved) and what comes and goes (activations,
- *  gathered_params, grad_buffers, gather_buffers, logits). */
+ *  gathered_params, grad_buffers, gather_buffers, logits), then the host memory the rank holds (host: ZeRO-Offload's
+ *  optimizer states and pinned buffers, allocated at start; not part of `bytes`). */
 std::string memory_csv(const scenario::Evaluation& ev);
 
 }  // namespace shardsim::report

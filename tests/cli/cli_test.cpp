@@ -101,7 +101,7 @@ TEST(Cli, TraceAndMemoryCsvDescribeTheIteration) {
   EXPECT_GT(counters, 100);
   const std::string csv = read(d / "m.csv");
   EXPECT_EQ(csv.rfind("role,time_s,bytes,params,grads,optimizer,reserved,activations,gathered_params,grad_buffers,"
-                      "gather_buffers,logits\n",
+                      "gather_buffers,logits,host\n",
                       0),
             0u);
   EXPECT_NE(csv.find("stage 3,"), std::string::npos);
@@ -115,9 +115,10 @@ TEST(Cli, TraceAndMemoryCsvDescribeTheIteration) {
     std::vector<double> cells;
     std::istringstream row(line.substr(line.find(',') + 1));
     for (std::string cell; std::getline(row, cell, ',');) cells.push_back(std::stod(cell));
-    ASSERT_EQ(cells.size(), 11u) << line;
+    ASSERT_EQ(cells.size(), 12u) << line;
+    EXPECT_EQ(cells[11], 0.0) << line;  // no offload: no host memory
     double parts = 0.0;
-    for (std::size_t i = 2; i < cells.size(); ++i) parts += cells[i];
+    for (std::size_t i = 2; i + 1 < cells.size(); ++i) parts += cells[i];
     EXPECT_NEAR(parts, cells[1], 16.0) << line;
     most_activations = std::max(most_activations, cells[6]);
     ++samples;
@@ -141,7 +142,7 @@ TEST(Cli, HostLinkActivityByPhase) {
                                        "plan: {zero_stage: 3, micro_batch: 1, global_batch: 8, recompute: full,\n"
                                        "       offload_optimizer: {device: cpu}}\n";
   const Outcome r = run("run '" + (d / "offload.yaml").string() + "' --host-link-csv '" + (d / "l.csv").string() +
-                        "' --trace '" + (d / "t.json").string() + "'");
+                        "' --trace '" + (d / "t.json").string() + "' --memory-csv '" + (d / "m.csv").string() + "'");
   ASSERT_EQ(r.code, 0) << r.out;
   // The report: bytes per direction, how much compute hides, and where the step's time goes.
   EXPECT_NE(r.out.find("host link and optimizer step (offload)"), std::string::npos) << r.out;
@@ -164,6 +165,11 @@ TEST(Cli, HostLinkActivityByPhase) {
     if (e["ph"] == "C" && e["name"] == "host link d2h (GB/s)") ++counters;
   }
   EXPECT_GT(counters, 2);
+  // Host memory beside the device's: the offloaded optimizer states (12 B per parameter of the rank's shard, and
+  // more), in the memory timeline's last column.
+  const std::string mem = read(d / "m.csv");
+  const std::string first_row = mem.substr(mem.find('\n') + 1, mem.find('\n', mem.find('\n') + 1) - mem.find('\n') - 1);
+  EXPECT_GT(std::stod(first_row.substr(first_row.rfind(',') + 1)), 1e9) << first_row;
   fs::remove_all(d);
 }
 
