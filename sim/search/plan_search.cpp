@@ -148,66 +148,66 @@ SearchResult search(const scenario::Scenario& base, const SearchSpace& space, in
   const int devices = base.cluster.total_devices();
   const auto& m = base.model;
 
-  // Budget: count the space before building it.
-  {
-    double count = 0.0;
-    for (int pp : space.pp) {
-      for (int tp : space.tp) {
-        if (devices % (tp * pp) != 0 || m.heads % tp != 0 || m.layers % pp != 0) continue;
-        const int dp = devices / (tp * pp);
-        const double shapes = static_cast<double>(layouts(space, base.cluster, dp, tp, pp).size());
-        for (int mb : space.micro_batch) {
-          if (base.plan.global_batch % (mb * dp) == 0) count += shapes * static_cast<double>(space.recompute.size());
-        }
-      }
-    }
-    if (count > kMaxSearchPlans) {
-      throw core::ConfigError(core::SourceLocation{base.file, 0, 0}, "search",
-                              fmt::format("the plan space holds {:.3g} plans (shard factors x ZeRO++ switches x tp x pp x "
-                                          "micro-batch x recomputation), over the limit of {:.3g}; narrow it with the "
-                                          "search: section",
-                                          count, kMaxSearchPlans));
-    }
-  }
-  // Enumerate every plan first (cheap), then evaluate in parallel.
-  std::vector<core::PlanSpec> plans;
+  // The (pp, tp) cells of the space with their layouts, counted against the budget before any plan is built.
+  struct Cell {
+    int pp, tp, dp;
+    std::vector<Layout> shapes;
+  };
+  std::vector<Cell> cells;
+  double count = 0.0;
   for (int pp : space.pp) {
     for (int tp : space.tp) {
       if (devices % (tp * pp) != 0 || m.heads % tp != 0 || m.layers % pp != 0) continue;
       const int dp = devices / (tp * pp);
-      const std::vector<Layout> shapes = layouts(space, base.cluster, dp, tp, pp);
+      cells.push_back(Cell{pp, tp, dp, layouts(space, base.cluster, dp, tp, pp)});
       for (int mb : space.micro_batch) {
-        if (base.plan.global_batch % (mb * dp) != 0) continue;
-        for (core::Recompute rc : space.recompute) {
-          // With flash attention selective recomputation has nothing left to recompute: the same plan as none.
-          if (rc == core::Recompute::kSelective && base.plan.flash_attention &&
-              std::find(space.recompute.begin(), space.recompute.end(), core::Recompute::kNone) != space.recompute.end()) {
-            continue;
-          }
-          for (const Layout& l : shapes) {
-            core::PlanSpec p = base.plan;
-            p.tp = tp;
-            p.pp = pp;
-            p.virtual_stages = 1;
-            p.dp = dp;
-            p.micro_batch = mb;
-            p.recompute = rc;
-            p.partition = l.partition;
-            p.quantization.weights = l.quantized_weights;
-            p.quantization.gradients = l.quantized_gradients;
-            p.offload = core::OffloadSpec{l.offload, 1.0};
-            p.hierarchy_levels = 0;
-            // Name the equivalent ZeRO stage so plain points report as ddp / zero-1/2/3; MiCS (P = G = OS = m < dp)
-            // is DeepSpeed's ZeRO-3 optimizer over sub-groups, as a scenario's mics_shard_size reads.
-            const auto& s = l.partition;
-            const bool mics = s.params > 1 && s.params == s.grads && s.grads == s.optimizer;
-            p.zero_stage = (s.params == dp && dp > 1) || mics ? 3
-                           : s.grads == dp && dp > 1          ? 2
-                           : s.optimizer == dp && dp > 1      ? 1
-                                                              : 0;
-            if (p.framework_refusal()) continue;  // a layout the scenario's framework does not have
-            plans.push_back(p);
-          }
+        if (base.plan.global_batch % (mb * dp) == 0) {
+          count += static_cast<double>(cells.back().shapes.size()) * static_cast<double>(space.recompute.size());
+        }
+      }
+    }
+  }
+  if (count > kMaxSearchPlans) {
+    throw core::ConfigError(core::SourceLocation{base.file, 0, 0}, "search",
+                            fmt::format("the plan space holds {:.3g} plans (shard factors x ZeRO++ switches x tp x pp x "
+                                        "micro-batch x recomputation), over the limit of {:.3g}; narrow it with the "
+                                        "search: section",
+                                        count, kMaxSearchPlans));
+  }
+  // Enumerate every plan first (cheap), then evaluate in parallel.
+  std::vector<core::PlanSpec> plans;
+  for (const auto& [pp, tp, dp, shapes] : cells) {
+    for (int mb : space.micro_batch) {
+      if (base.plan.global_batch % (mb * dp) != 0) continue;
+      for (core::Recompute rc : space.recompute) {
+        // With flash attention selective recomputation has nothing left to recompute: the same plan as none.
+        if (rc == core::Recompute::kSelective && base.plan.flash_attention &&
+            std::find(space.recompute.begin(), space.recompute.end(), core::Recompute::kNone) != space.recompute.end()) {
+          continue;
+        }
+        for (const Layout& l : shapes) {
+          core::PlanSpec p = base.plan;
+          p.tp = tp;
+          p.pp = pp;
+          p.virtual_stages = 1;
+          p.dp = dp;
+          p.micro_batch = mb;
+          p.recompute = rc;
+          p.partition = l.partition;
+          p.quantization.weights = l.quantized_weights;
+          p.quantization.gradients = l.quantized_gradients;
+          p.offload = core::OffloadSpec{l.offload, 1.0};
+          p.hierarchy_levels = 0;
+          // Name the equivalent ZeRO stage so plain points report as ddp / zero-1/2/3; MiCS (P = G = OS = m < dp)
+          // is DeepSpeed's ZeRO-3 optimizer over sub-groups, as a scenario's mics_shard_size reads.
+          const auto& s = l.partition;
+          const bool mics = s.params > 1 && s.params == s.grads && s.grads == s.optimizer;
+          p.zero_stage = (s.params == dp && dp > 1) || mics ? 3
+                         : s.grads == dp && dp > 1          ? 2
+                         : s.optimizer == dp && dp > 1      ? 1
+                                                            : 0;
+          if (p.framework_refusal()) continue;  // a layout the scenario's framework does not have
+          plans.push_back(p);
         }
       }
     }
