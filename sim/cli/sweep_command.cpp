@@ -325,6 +325,14 @@ int cmd_sweep(const std::vector<std::string>& args) {
     }
   };
   std::exception_ptr failure;
+  // A finished point: journaled first (a crash after this keeps it), then counted. The callers serialise calls.
+  auto record = [&](std::size_t point, Json row) {
+    journal.append(row);
+    not_evaluated += row.at("status") == "ok" ? 0 : 1;
+    rows[point] = std::move(row);
+    ++done;
+    progress();
+  };
   auto work = [&] {
     for (;;) {
       const std::size_t k = next++;
@@ -339,27 +347,16 @@ int cmd_sweep(const std::vector<std::string>& args) {
       std::lock_guard<std::mutex> g(lock);
       if (failure) return;
       try {
-        journal.append(row);
+        record(todo[k], std::move(row));
       } catch (...) {
         failure = std::current_exception();
         return;
       }
-      not_evaluated += row.at("status") == "ok" ? 0 : 1;
-      rows[todo[k]] = std::move(row);
-      ++done;
-      progress();
     }
   };
   if (mpi && mpi->size() > 1) {
     let_go.job = nullptr;
-    mpi->coordinate(todo, [&](std::size_t point, const std::string& row_text) {
-      Json row = Json::parse(row_text);
-      journal.append(row);
-      not_evaluated += row.at("status") == "ok" ? 0 : 1;
-      rows[point] = std::move(row);
-      ++done;
-      progress();
-    });
+    mpi->coordinate(todo, [&](std::size_t point, const std::string& row_text) { record(point, Json::parse(row_text)); });
   } else {
     std::vector<std::thread> pool;
     for (std::size_t t = 1; t < workers; ++t) pool.emplace_back(work);
