@@ -278,9 +278,20 @@ int cmd_search(const std::vector<std::string>& args) {
     j["group_within"] = space.group_within;
     outputs.add(vm["json"].as<std::string>(), j.dump(2) + "\n");
   }
+  // No plan fits: the winner's files cannot be written (the search's own JSON can: an empty ranking is a result).
+  if (result.best.empty() && (vm.count("emit-deepspeed") || vm.count("emit-scenario"))) {
+    outputs.commit();
+    std::cout << search::render_search(base, result) << rescored;
+    for (const char* option : {"emit-deepspeed", "emit-scenario"}) {
+      if (vm.count(option)) {
+        std::cerr << fmt::format("shardsim: no plan fits, so none was written to {}\n", vm[option].as<std::string>());
+      }
+    }
+    return 1;
+  }
   // The DeepSpeed config is made before any file is written: a refusal leaves nothing half-way.
   std::optional<scenario::DeepSpeedExport> ds_out;
-  if (vm.count("emit-deepspeed") && !result.best.empty()) {
+  if (vm.count("emit-deepspeed")) {
     // The best listed plan that DeepSpeed has: the winner itself unless that is an AMSP layout or another framework.
     std::string first_refusal;
     for (std::size_t i = 0; i < result.best.size() && !ds_out; ++i) {
@@ -306,24 +317,12 @@ int cmd_search(const std::vector<std::string>& args) {
                                    result.best.size(), first_refusal));
     }
   }
-  if (vm.count("emit-deepspeed") && result.best.empty()) {
-    outputs.commit();  // the search's own JSON: an empty ranking is a result
-    std::cout << search::render_search(base, result) << rescored;
-    std::cerr << fmt::format("shardsim: no plan fits, so none was written to {}\n", vm["emit-deepspeed"].as<std::string>());
-    return 1;
-  }
   if (ds_out) {
     outputs.add(vm["emit-deepspeed"].as<std::string>(), ds_out->json);
     for (const auto& n : ds_out->notes) std::cerr << "shardsim: note: " << n << "\n";
   }
   if (vm.count("emit-scenario")) {
     const std::string out = vm["emit-scenario"].as<std::string>();
-    if (result.best.empty()) {
-      outputs.commit();  // the search's own JSON: an empty ranking is a result
-      std::cout << search::render_search(base, result) << rescored;
-      std::cerr << fmt::format("shardsim: no plan fits, so none was written to {}\n", out);
-      return 1;
-    }
     const auto& win = result.best.front().scenario;
     outputs.add(out, fmt::format("# shardsim search's winner for {} ({}): {:.4g} s per iteration\n",
                                                base.name, result.best.front().evaluation.strategy,
