@@ -68,8 +68,6 @@ std::string plan_line(const scenario::Scenario& s, const scenario::Evaluation& e
          (compression_line(p.compression).empty() ? "" : ", compressed: " + compression_line(p.compression));
 }
 
-}  // namespace
-
 // The host link and the optimizer step of an offloaded run, for rank role `role`: bytes and busy time per direction,
 // how much of it compute hides, and where the time after the last backward goes (CPU optimizer, upload). Empty
 // where the role copies nothing or the run kept no timings.
@@ -150,6 +148,8 @@ std::string host_link_section(const scenario::Evaluation& ev, std::uint16_t role
   }
   return o;
 }
+
+}  // namespace
 
 std::string render_table(const scenario::Scenario& s, const scenario::Evaluation& ev) {
   const auto& m = s.model;
