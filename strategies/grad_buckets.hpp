@@ -9,7 +9,21 @@
 
 namespace shardsim::strategies {
 
-template <class Emit>  // graph::TaskId emit(double bytes, int tensors, graph::TaskId producer, int unit, int micro)
+/// What a bucket holds: its gradients' bytes, the parameter tensors they belong to, and of the bytes those in
+/// tensors large enough that the host stages each in fresh memory (see fresh_host_temporary).
+struct BucketFill {
+  double bytes = 0.0;
+  int tensors = 0;
+  double fresh_bytes = 0.0;
+  BucketFill& operator+=(const BucketFill& o) {
+    bytes += o.bytes;
+    tensors += o.tensors;
+    fresh_bytes += o.fresh_bytes;
+    return *this;
+  }
+};
+
+template <class Emit>  // graph::TaskId emit(const BucketFill& fill, graph::TaskId producer, int unit, int micro)
 class GradBuckets {
  public:
   GradBuckets(double bucket_bytes, bool double_buffered, Emit emit)
@@ -17,23 +31,20 @@ class GradBuckets {
 
   /** @brief The reduction the next gradient producer must wait for before it may start a new bucket. */
   [[nodiscard]] bool must_wait(graph::TaskId& on) const {
-    if (fill_ > 0.0) return false;
+    if (fill_.bytes > 0.0) return false;
     const std::size_t lag = double_buffered_ ? 2 : 1;
     if (done_.size() < lag) return false;
     on = done_[done_.size() - lag];
     return true;
   }
 
-  /** @brief Adds `bytes` of gradients in `tensors` parameter tensors produced by `producer`; emits when full or
-   *  when `flush`. */
-  void add(graph::TaskId producer, double bytes, int tensors, int unit, int micro, bool flush) {
-    fill_ += bytes;
-    tensors_ += tensors;
+  /** @brief Adds the gradients `fill` produced by `producer`; emits when full or when `flush`. */
+  void add(graph::TaskId producer, const BucketFill& fill, int unit, int micro, bool flush) {
+    fill_ += fill;
     producer_ = producer;
-    if (fill_ >= bucket_ || flush) {
-      done_.push_back(emit_(fill_, tensors_, producer_, unit, micro));
-      fill_ = 0.0;
-      tensors_ = 0;
+    if (fill_.bytes >= bucket_ || flush) {
+      done_.push_back(emit_(fill_, producer_, unit, micro));
+      fill_ = BucketFill{};
     }
   }
 
@@ -44,8 +55,7 @@ class GradBuckets {
   double bucket_;
   bool double_buffered_;
   Emit emit_;
-  double fill_ = 0.0;
-  int tensors_ = 0;
+  BucketFill fill_;
   graph::TaskId producer_ = 0;
   std::vector<graph::TaskId> done_;
 };

@@ -81,10 +81,13 @@ double pageable_upload_s(const core::HostSpec& host, int devices_per_node, doubl
   return convert + (host.pageable_h2d.value() > 0.0 ? elements * to_bytes / host.pageable_h2d.value() : 0.0);
 }
 
-double pageable_download_s(const core::HostSpec& host, int devices_per_node, double elements, double from_bytes) {
+double pageable_download_s(const core::HostSpec& host, int devices_per_node, double elements, double from_bytes,
+                           double fresh_elements) {
   const double share = host.memory_share(devices_per_node);
   const double convert = share > 0.0 ? elements * (from_bytes + 4.0) / share : 0.0;
-  return convert + (host.pageable_d2h.value() > 0.0 ? elements * from_bytes / host.pageable_d2h.value() : 0.0);
+  const double faults = fresh_elements * from_bytes / core::kHostPageBytes * host.page_fault.value();
+  return convert + faults +
+         (host.pageable_d2h.value() > 0.0 ? elements * from_bytes / host.pageable_d2h.value() : 0.0);
 }
 
 void lower_optimizer_step(graph::TaskGraph& g, const StepLowering& step) {

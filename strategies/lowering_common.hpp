@@ -101,8 +101,13 @@ struct StepLowering {
  *  device's share of host memory bandwidth), then staged for the link at the host's pageable rate. The link's part
  *  is the caller's copy task. */
 double pageable_upload_s(const core::HostSpec& host, int devices_per_node, double elements, double to_bytes);
-/** @brief The same the other way: 16-bit device values into fp32 host memory (staged, then converted). */
-double pageable_download_s(const core::HostSpec& host, int devices_per_node, double elements, double from_bytes);
+/** @brief The same the other way: 16-bit device values into fp32 host memory (staged, then converted). Of the
+ *  `elements`, `fresh_elements` are in tensors whose temporary is new memory (kMallocMmapThresholdMaxBytes or
+ *  more): the driver's copy faults them in page by page (HostSpec::page_fault). */
+double pageable_download_s(const core::HostSpec& host, int devices_per_node, double elements, double from_bytes,
+                           double fresh_elements);
+/** @brief Whether a host temporary of `bytes` is new memory each time it is allocated (kMallocMmapThresholdMaxBytes). */
+[[nodiscard]] inline bool fresh_host_temporary(double bytes) { return bytes >= core::kMallocMmapThresholdMaxBytes; }
 void lower_optimizer_step(graph::TaskGraph& g, const StepLowering& step);
 
 }  // namespace shardsim::strategies

@@ -98,8 +98,10 @@ ModelCosts compute_model_costs(const core::ModelSpec& m, const core::PlanSpec& p
   const int norms_gathered = 2 * gathered(h);
   if (m.fused_qkv) {
     blk.gathered_modules = gathered(h * (h + 2.0 * kv) / t) + gathered(h * h / t);
+    blk.weights = {TensorGroup{h * (h + 2.0 * kv) / t, 1}, TensorGroup{h * h / t, 1}, TensorGroup{h * f / t, swiglu ? 3 : 2}};
   } else {
     blk.gathered_modules = 2 * gathered(h * h / t) + 2 * gathered(h * kv / t);
+    blk.weights = {TensorGroup{h * h / t, 2}, TensorGroup{h * kv / t, 2}, TensorGroup{h * f / t, swiglu ? 3 : 2}};
   }
   blk.gathered_modules += (swiglu ? 3 : 2) * gathered(h * f / t) + norms_gathered;
 
@@ -112,6 +114,7 @@ ModelCosts compute_model_costs(const core::ModelSpec& m, const core::PlanSpec& p
   emb.modules = m.position == core::PositionKind::kLearned ? 2 : 1;
   emb.tensors = emb.modules;
   emb.gathered_modules = gathered(m.vocab * h / t) + (emb.modules == 2 ? gathered(s * h) : 0);
+  emb.weights = {TensorGroup{m.vocab * h / t, 1}, TensorGroup{s * h, emb.modules == 2 ? 1 : 0}, TensorGroup{}};
 
   // ---- head: final norm, output projection (vocabulary-parallel), cross-entropy in fp32 ----
   UnitCost head;
@@ -127,6 +130,7 @@ ModelCosts compute_model_costs(const core::ModelSpec& m, const core::PlanSpec& p
   head.modules = m.tied_embeddings ? 1 : 2;  // final norm (+ the output projection unless tied)
   head.tensors = norm_tensors + (m.tied_embeddings ? 0 : 1);
   head.gathered_modules = norms_gathered / 2 + (m.tied_embeddings ? 0 : gathered(m.vocab * h / t));
+  head.weights = {TensorGroup{m.vocab * h / t, m.tied_embeddings ? 0 : 1}, TensorGroup{}, TensorGroup{}};
 
   if (device) {
     const LayerTimes times = time_layers(m, plan, *device);

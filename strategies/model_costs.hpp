@@ -9,6 +9,7 @@
 // parallelism, sbh(10 + 24/t + 5as/(ht)) with t-way tensor parallelism; selective recomputation drops the
 // 5as/h term; full recomputation keeps only the block input (2sbh). We generalise the 34 to the actual
 // projections (grouped-query K/V, SwiGLU's three MLP tensors) so it stays exact for GPT-style blocks.
+#include <array>
 #include <vector>
 
 #include "sim/core/cluster_spec.hpp"
@@ -17,6 +18,12 @@
 #include "sim/core/units.hpp"
 
 namespace shardsim::strategies {
+
+/// `count` parameter tensors of `elements` each on one tensor-parallel rank.
+struct TensorGroup {
+  double elements = 0.0;
+  int count = 0;
+};
 
 struct UnitCost {
   double params = 0.0;  ///< parameters this tensor-parallel rank holds for the unit (before ZeRO sharding)
@@ -35,6 +42,18 @@ struct UnitCost {
   int gathered_modules = 1;
   int tensors = 1;            ///< parameter tensors in them (weights, biases, norm scales and shifts)
   bool block = false;         ///< a transformer block (not the embedding or the head)
+  /// its weight matrices and embedding tables by size (norms and biases, a hidden's length, left out): what
+  /// depends on one tensor's size, such as how the host allocates a temporary of it
+  std::array<TensorGroup, 3> weights{};
+  /** @brief Elements (before sharding) of the weights whose partition, split `shards` ways, has at least
+   *  `min_elements`. */
+  [[nodiscard]] double elements_in_tensors_of_at_least(double min_elements, int shards) const {
+    double n = 0.0;
+    for (const TensorGroup& w : weights) {
+      if (w.count > 0 && w.elements / shards >= min_elements) n += w.elements * w.count;
+    }
+    return n;
+  }
   /// durations on the device from its kernels (kernel_model.hpp); negative: not timed (no device given), the
   /// engine then runs the FLOPs and bytes above at the device's flat rates
   core::Seconds fwd_time{-1.0}, bwd_time{-1.0}, recompute_time{-1.0};

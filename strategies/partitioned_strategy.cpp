@@ -236,9 +236,11 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
   // = 2). Where the collectives are slow the host, and so every later launch and fetch it issues, waits for them.
   constexpr std::size_t kDeepSpeedInFlight = 2;
   std::vector<TaskId> reduce_ends;  // each bucket's last reduction task, in order
-  // The reduction chain of one gradient bucket of `bytes` (fp16/bf16) holding `tensors` parameter tensors, in
+  // The reduction chain of one gradient bucket (fp16/bf16 bytes, the parameter tensors they belong to), in
   // micro-batch `micro`.
-  auto emit_reduction = [&](double bytes, int tensors, TaskId producer, int unit, int micro) {
+  auto emit_reduction = [&](const BucketFill& fill, TaskId producer, int unit, int micro) {
+    const double bytes = fill.bytes;
+    const int tensors = fill.tensors;
     const bool boundary = micro == micros - 1;
     const double elements = bytes / gb;
     TaskId last = producer;
@@ -309,9 +311,11 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
         copy(Stream::kHostToDevice, share * gb);
         if (boundary) {
           copy(Stream::kDeviceToHost, share * gb);
-          chain(g.add_host_work(role, Purpose::kOffload, Phase::kBackward,
-                                core::Seconds(pageable_download_s(cluster.host, cluster.devices_per_node, share, gb)),
-                                unit, micro));
+          const double fresh = bytes > 0.0 ? share * fill.fresh_bytes / bytes : 0.0;
+          chain(g.add_host_work(
+              role, Purpose::kOffload, Phase::kBackward,
+              core::Seconds(pageable_download_s(cluster.host, cluster.devices_per_node, share, gb, fresh)), unit,
+              micro));
         }
       } else if (boundary) {
         // ZeRO-1/2 at the accumulation boundary, parameter by parameter (deepspeed@v0.14.0 stage_1_and_2.py
@@ -427,7 +431,14 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
       if (recompute) g.add_mem(b, true, MemKind::kActivations, core::Bytes(-c.act_transient.value()));
       bwd_compute[static_cast<std::size_t>(u)] = b;
       add_tp(u, mb, c.tp_allreduces);
-      if (reduce_now) buckets.add(b, c.params * gb, c.tensors, u, mb, u == 0);
+      if (reduce_now) {
+        // Gradients whose rank partition is a fresh host temporary when staged to the host (DeepSpeed ZeRO-3's
+        // blocking copy of each partition, below).
+        const double fresh = ds_stage3 && plan.offload.optimizer
+                                 ? c.elements_in_tensors_of_at_least(core::kMallocMmapThresholdMaxBytes / gb, sh.grads)
+                                 : 0.0;
+        buckets.add(b, BucketFill{c.params * gb, c.tensors, fresh * gb}, u, mb, u == 0);
+      }
     }
   }
 

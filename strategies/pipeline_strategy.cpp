@@ -69,7 +69,8 @@ void PipelineStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) const
   const core::Bytes boundary_bytes = core::Bytes(costs.tp_allreduce_bytes.value() / plan.tp);
 
   std::uint16_t role = 0;  // the stage being lowered; the bucket emitter reads it
-  auto emit_reduction = [&](double bytes, int /*tensors*/, TaskId producer, int unit, int micro) {
+  auto emit_reduction = [&](const BucketFill& fill, TaskId producer, int unit, int micro) {
+    const double bytes = fill.bytes;
     const TaskId r = g.add_collective(role, reduce_stream, reduce_op, Purpose::kGradReduce, dp_group,
                                       core::Bytes(bytes), unit, micro);
     g.add_dep(r, producer);
@@ -173,7 +174,7 @@ void PipelineStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) const
       if (recompute) g.add_mem(b, true, MemKind::kActivations, core::Bytes(-c.act_transient.value()));
       add_tp(u, op.micro, c.tp_allreduces);
       last = b;
-      if (reduce) bk.add(b, c.params * gb, c.tensors, u, op.micro, it + 1 == units.rend());
+      if (reduce) bk.add(b, BucketFill{c.params * gb, c.tensors, 0.0}, u, op.micro, it + 1 == units.rend());
     }
     bwd_done[at(op.chunk, op.micro)] = last;
     last_gpu[role] = last;

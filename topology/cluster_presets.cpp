@@ -284,9 +284,9 @@ core::ClusterSpec make_polaris() {
   c.host.memory = core::Bytes(512e9);                  // 512 GB DDR4 (P1)
   c.host.memory_bandwidth = BytesPerSec(204.8 * GBps);  // [derived] one EPYC 7543P, 8 ch DDR4-3200
   c.host.link_bandwidth = BytesPerSec(32.0 * GBps);     // PCIe Gen4 x16 per GPU (A1, P1)
-  // The EPYC host's staging of pageable device-to-host copies: fitted with host.memory_efficiency on the
-  // offload-single set (see core::kFittedPolarisPageableD2HBps).
-  c.host.pageable_d2h = BytesPerSec(core::kFittedPolarisPageableD2HBps);
+  // The EPYC host's page faults on the fresh pageable temporaries of DeepSpeed's gradient copies: fitted with
+  // host.memory_efficiency on the offload-single set (see core::kFittedPolarisPageFaultS).
+  c.host.page_fault = Seconds(core::kFittedPolarisPageFaultS);
   c.levels = {
       // Four A100 fully connected by NVLink3: 4 links of 25 GB/s per direction between each pair (A1, P1).
       level("nvlink", 4, 100.0, 1, 2.0, "A1, P1 (4 NVLink3 links per GPU pair); latency [guess]"),

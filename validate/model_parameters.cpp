@@ -73,6 +73,9 @@ std::string host_memory_source(const Scenario&, const std::string&) {
 std::string pageable_source(const Scenario&, const std::string&) {
   return "measured on an H100 host (validate/results/); Polaris d2h fitted (offload-single); other hosts [guess]";
 }
+std::string page_fault_source(const Scenario&, const std::string&) {
+  return "fitted on h100-deepspeed-fit (DeepSpeed 0.14 ZeRO-3 Offload on an H100 host); other hosts [guess]";
+}
 using core::HostSpec;
 // The host's times and rates (cluster.host, typed units), one accessor pair per field.
 template <auto Field>
@@ -87,8 +90,8 @@ void set_host_value(Scenario& s, const std::string&, double v) {
 constexpr double kMinScale = core::CollectiveLibrarySpec::kMinLatencyScale;
 constexpr double kMaxScale = core::CollectiveLibrarySpec::kMaxLatencyScale;
 
-const std::array<Kind, 27>& kinds() {
-  static const std::array<Kind, 27> kKinds = {{
+const std::array<Kind, 28>& kinds() {
+  static const std::array<Kind, 28> kKinds = {{
       {"device.gemm_efficiency", "", true, false, 0.2, 0.95, efficiency_source,
        [](const Scenario& s, const std::string&) { return s.cluster.device.gemm_efficiency; },
        [](Scenario& s, const std::string&, double v) { s.cluster.device.gemm_efficiency = v; }},
@@ -142,6 +145,8 @@ const std::array<Kind, 27>& kinds() {
        set_host_value<&HostSpec::pageable_d2h>},
       {"host.pageable_h2d", "B/s", true, false, 1e9, 50e9, pageable_source, host_value<&HostSpec::pageable_h2d>,
        set_host_value<&HostSpec::pageable_h2d>},
+      {"host.page_fault", "s", true, false, 0.0, 20e-6, page_fault_source, host_value<&HostSpec::page_fault>,
+       set_host_value<&HostSpec::page_fault>},
       // Pinned copies reach well below the link's rate on some hosts (PCIe protocol overhead, IOMMU).
       {"host.link_bandwidth", "B/s", true, true, 0.2, 1.0,
        [](const Scenario& s, const std::string&) { return s.cluster.source; },

@@ -71,9 +71,10 @@ inline constexpr double kMeasuredTensorHookS = 0.0917e-3;
 /// DeepSpeed ZeRO-3's host time per submodule and pass: the pre- and post-forward (or backward) hooks it puts on
 /// every module with parameters, the fetch coordinator's trace and prefetch bookkeeping, the gather's launch and
 /// the release (deepspeed@v0.14.0 runtime/zero/parameter_offload.py, partitioned_param_coordinator.py). Fitted on
-/// the h100-deepspeed-fit set (DeepSpeed 0.14.4 ZeRO-3 steps on one H100, validate/ds_steps.py; the test
-/// HostHooks.ModuleHookIsTheFitOfTheDeepSpeedSteps refits it); other hosts [guess].
-inline constexpr double kFittedModuleHookS = 0.3747e-3;
+/// the h100-deepspeed-fit set (DeepSpeed 0.14.4 ZeRO-3 steps on one H100, validate/ds_steps.py) together with the
+/// host's page faults (kFittedPageFaultS; the test HostHooks.ModuleHookAndPageFaultAreTheFitOfTheDeepSpeedSteps
+/// refits both), 317 us +- 72; other hosts [guess].
+inline constexpr double kFittedModuleHookS = 0.3169e-3;
 /// Eager PyTorch's host time to run one transformer block, forward and backward (the Python modules, autograd,
 /// the kernel launches), measured on the same host: plain Hugging Face LLaMA steps with 8, 16 and 32 blocks of
 /// hidden 256 (too small for the GPU to set the pace), the least-squares slope of the forward and backward spans
@@ -99,15 +100,16 @@ inline constexpr double kFittedMegatronBlockBackwardS = 0.9601e-3;
 /// EPYC cost 1.2-2.4 us (the AMD-EPYC file beside it): a CUDA tensor's view and record_stream cost the host more.
 inline constexpr double kMeasuredRankSliceS = 5.817e-6;
 /// The fraction of the host's memory bandwidth that its memory-bound work reaches (CPU Adam, dtype conversions),
-/// and the Polaris host's staging rate of pageable device-to-host copies: fitted together on the offload-single
-/// set (fit: ZeRO-3 with CPU Adam on one A100 of Polaris, a 32-core EPYC 7543P host; 22.6% -> 3.9% mean error
-/// there, offload-polaris held out: 29.0% -> 12.5%; a backward lasting until its reductions and offload copies end,
-/// as DeepSpeed's timer does): `shardsim calibrate --set offload-single offload-polaris
-/// --fit host.memory_efficiency,host.pageable_d2h` (the test HostHooks.HostMemoryEfficiencyIsTheFitToOffloadSingle
-/// refits them). The efficiency is every host's default [guess elsewhere]; the staging rate Polaris's only (the
-/// H100 host's is measured, below), 3.2x slower, as the runs' ~5.6 GB/s of PCIe traffic in backward said.
+/// and the Polaris host's time per page fault (HostSpec::page_fault): fitted together on the offload-single set
+/// (fit: ZeRO-3 with CPU Adam on one A100 of Polaris, a 32-core EPYC 7543P host, bare metal; 52.0% -> 3.9% mean
+/// error there from the H100 host's page faults, offload-polaris held out: 25.0% -> 12.6%; a backward lasting
+/// until its reductions and offload copies end, as DeepSpeed's timer does): `shardsim calibrate --set
+/// offload-single offload-polaris --fit host.memory_efficiency,host.page_fault` (the test
+/// HostHooks.HostMemoryEfficiencyIsTheFitToOffloadSingle refits them). The efficiency is every host's default
+/// [guess elsewhere]. A fault of 0.56 us (the kernel's fault path and the zeroing of 4 KiB) is what bare metal
+/// costs; the H100 host, a virtual machine, pays 6x that (kFittedPageFaultS).
 inline constexpr double kFittedHostMemoryEfficiency = 0.4741;
-inline constexpr double kFittedPolarisPageableD2HBps = 4.995e9;
+inline constexpr double kFittedPolarisPageFaultS = 0.5613e-6;
 /// Pageable copies (from or to memory the driver has not pinned) are staged through a pinned buffer, the host
 /// copying each byte once more: the host's staging rate per direction, from an H100 host's pinned and pageable
 /// 1 GiB copies (validate/results/NVIDIA-H100-80GB-HBM3-2026-11-23.yaml: device-to-host 87.4 ms pageable, 19.5 ms
@@ -115,6 +117,23 @@ inline constexpr double kFittedPolarisPageableD2HBps = 4.995e9;
 /// HostHooks.PageableStagingIsTheH100HostsCopies recomputes them; other hosts [guess].
 inline constexpr double kMeasuredPageableD2HBps = 15.814e9;
 inline constexpr double kMeasuredPageableH2DBps = 9.9008e9;
+/// glibc's malloc serves a request of at least its mmap threshold from a fresh mmap and unmaps it on free; the
+/// threshold rises with the blocks freed, but never above DEFAULT_MMAP_THRESHOLD_MAX, 4 * 1024 * 1024 *
+/// sizeof(long) = 32 MiB on 64-bit Linux (mallopt(3), M_MMAP_THRESHOLD). PyTorch's CPU allocator takes its tensors
+/// from posix_memalign without caching them (c10 alloc_cpu; transparent huge pages only when THP_MEM_ALLOC_ENABLE
+/// is set): a temporary tensor of 32 MiB or more is new memory each time, faulted in page by page (4 KiB) on its
+/// first write.
+inline constexpr double kMallocMmapThresholdMaxBytes = 32.0 * 1024.0 * 1024.0;
+inline constexpr double kHostPageBytes = 4096.0;
+/// The H100 host's time per page so faulted in (HostSpec::page_fault), every host's default [guess elsewhere]:
+/// fitted on the h100-deepspeed-fit set (DeepSpeed 0.14 ZeRO-3 Offload on one H100 of a 16-core virtual machine:
+/// its backward of 1.07 B parameters took 2.0 s where the copies' bytes and staging explain 0.34 s; hidden 1,024,
+/// whose matrices stay under 32 MiB, lost only its embedding's and head's share), the steps with the parameters
+/// offloaded too held out: `shardsim calibrate --set h100-deepspeed-fit h100-deepspeed-steps --fit
+/// host.module_hook,host.page_fault` (21.9% -> 18.0% mean error fitted, 18.1% -> 14.7% held out; the test
+/// HostHooks.ModuleHookAndPageFaultAreTheFitOfTheDeepSpeedSteps refits them). 3.6 us +- 0.9 per 4 KiB page: a
+/// virtual machine's fault goes through its hypervisor's nested page tables.
+inline constexpr double kFittedPageFaultS = 3.607e-6;
 
 struct HostSpec {
   Bytes memory;
@@ -157,6 +176,10 @@ struct HostSpec {
   }
   BytesPerSec pageable_d2h{kMeasuredPageableD2HBps};
   BytesPerSec pageable_h2d{kMeasuredPageableH2DBps};
+  /// The host's time per 4 KiB page of fresh memory that a device-to-host copy writes first (the page fault, the
+  /// kernel zeroing the page, its unmapping when freed; kFittedPageFaultS): a pageable temporary above the
+  /// allocator's mmap threshold (kMallocMmapThresholdMaxBytes) is faulted in by the driver's single copying thread.
+  Seconds page_fault{kFittedPageFaultS};
 
   /** @brief The framework's host time for `fetches` fetch units holding `tensors` parameter tensors, one pass. */
   [[nodiscard]] Seconds hook_time(int fetches, int tensors) const {

@@ -466,6 +466,7 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
                     {"memory_efficiency", c.host.memory_efficiency},
                     {"pageable_d2h_Bps", c.host.pageable_d2h.value()},
                     {"pageable_h2d_Bps", c.host.pageable_h2d.value()},
+                    {"page_fault_s", c.host.page_fault.value()},
                     {"hook_source", c.host.hook_source}}},
                   {"levels", levels},
                   {"collective_library",

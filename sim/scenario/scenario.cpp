@@ -145,7 +145,7 @@ void apply_device(const ConfigNode& n, core::DeviceSpec& d) {
 void apply_host(const ConfigNode& n, core::HostSpec& h) {
   n.expect_map({"memory", "memory_bandwidth", "link_bandwidth", "fetch_hook", "tensor_hook", "module_hook", "block_forward",
                 "block_backward", "megatron_block_forward", "megatron_block_backward", "rank_slice", "pageable_d2h",
-                "pageable_h2d", "memory_efficiency"});
+                "pageable_h2d", "page_fault", "memory_efficiency"});
   if (auto v = n.find("memory")) h.memory = v->as_bytes();
   if (auto v = n.find("memory_bandwidth")) h.memory_bandwidth = v->as_bandwidth();
   if (auto v = n.find("link_bandwidth")) h.link_bandwidth = v->as_bandwidth();
@@ -157,7 +157,7 @@ void apply_host(const ConfigNode& n, core::HostSpec& h) {
                             std::pair{"block_forward", &h.block_forward}, std::pair{"block_backward", &h.block_backward},
                             std::pair{"megatron_block_forward", &h.megatron_block_forward},
                             std::pair{"megatron_block_backward", &h.megatron_block_backward},
-                            std::pair{"rank_slice", &h.rank_slice}}) {
+                            std::pair{"rank_slice", &h.rank_slice}, std::pair{"page_fault", &h.page_fault}}) {
     if (auto v = n.find(key)) {
       *field = v->as_duration();
       // Host work per block or fetch of a second or more is no training framework: a unit slip (ms for us).
@@ -1238,13 +1238,13 @@ std::string cluster_to_yaml(const core::ClusterSpec& c) {
   o += fmt::format("host: {{memory: {}, memory_bandwidth: {}GB/s, link_bandwidth: {}GB/s, fetch_hook: {}us, "
                    "tensor_hook: {}us, module_hook: {}us, block_forward: {}us, block_backward: {}us, megatron_block_forward: {}us, "
                    "megatron_block_backward: {}us, rank_slice: {}us, pageable_d2h: {}GB/s, pageable_h2d: {}GB/s, "
-                   "memory_efficiency: {}}}\n",
+                   "page_fault: {}us, memory_efficiency: {}}}\n",
                    yaml_bytes(c.host.memory.value()), c.host.memory_bandwidth.value() / 1e9,
                    c.host.link_bandwidth.value() / 1e9, c.host.fetch_hook.value() * 1e6, c.host.tensor_hook.value() * 1e6,
                    c.host.module_hook.value() * 1e6, c.host.block_forward.value() * 1e6, c.host.block_backward.value() * 1e6,
                    c.host.megatron_block_forward.value() * 1e6, c.host.megatron_block_backward.value() * 1e6,
                    c.host.rank_slice.value() * 1e6, c.host.pageable_d2h.value() / 1e9, c.host.pageable_h2d.value() / 1e9,
-                   c.host.memory_efficiency);
+                   c.host.page_fault.value() * 1e6, c.host.memory_efficiency);
   o += "network:\n";
   for (std::size_t i = 0; i < c.levels.size(); ++i) {
     const auto& l = c.levels[i];

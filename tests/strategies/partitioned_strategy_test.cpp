@@ -227,6 +227,45 @@ TEST(Offload, OneRankCopiesGradientsAndStepsAfterBackward) {
   EXPECT_TRUE(blocked);
 }
 
+// ZeRO-3 Offload stages each gradient partition to the host through a pageable temporary (PyTorch's copy_ across
+// devices and dtypes); glibc gives one of 32 MiB or more fresh memory every time, which the driver's copy faults in
+// page by page: the staging costs host.page_fault per 4 KiB page of those partitions and nothing for smaller ones.
+TEST(Offload, FreshHostTemporariesCostAPageFaultPerPage) {
+  // The backward's offload staging on the host, seconds, for `dp` ranks and a time per page fault.
+  auto staging_s = [](int dp, double fault) {
+    Case c(1, 3, 1);
+    c.cluster = testing::flat(dp);
+    c.cluster.host.page_fault = core::Seconds(fault);
+    c.plan.dp = dp;
+    c.plan.global_batch = dp;
+    c.resolve_zero();
+    c.plan.offload.optimizer = true;
+    const ModelCosts costs = compute_model_costs(c.model, c.plan);
+    graph::TaskGraph g;
+    PartitionedStrategy().lower(LoweringInput{c.model, c.cluster, c.plan, costs}, g);
+    double s = 0.0;
+    for (const auto& t : g.tasks()) {
+      if (t.kind == graph::TaskKind::kHostCompute && t.purpose == Purpose::kOffload &&
+          t.phase == graph::Phase::kBackward && t.time_s >= 0.0) {
+        s += t.time_s;
+      }
+    }
+    return s;
+  };
+  const double fault = 1e-6;
+  auto faults_s = [&](double elements) { return elements * 2.0 / 4096.0 * fault; };  // bf16 pages
+  // LLaMA-2-7B's shapes, 4 layers: on one rank every matrix is 32 MiB or more in bf16 (4096 x 4096 is 32 MiB).
+  const double attention = 4.0 * 4.0 * 4096.0 * 4096.0;
+  const double mlp = 4.0 * 3.0 * 4096.0 * 11008.0;
+  const double tables = 2.0 * 32000.0 * 4096.0;  // the embedding and the untied head
+  EXPECT_NEAR(staging_s(1, fault) - staging_s(1, 0.0), faults_s(attention + mlp + tables), 1e-9);
+  // Halves: the attention matrices' 16 MiB are reused memory, the MLP's 45 MB and the tables' 131 MB fresh.
+  EXPECT_NEAR(staging_s(2, fault) - staging_s(2, 0.0), faults_s((mlp + tables) / 2.0), 1e-9);
+  // Quarters: only the tables' 65.5 MB; eighths: 31.25 MiB, none.
+  EXPECT_NEAR(staging_s(4, fault) - staging_s(4, 0.0), faults_s(tables / 4.0), 1e-9);
+  EXPECT_NEAR(staging_s(8, fault) - staging_s(8, 0.0), 0.0, 1e-12);
+}
+
 // ZeRO-3 with the parameters offloaded too (DeepSpeed's offload_param: cpu): no parameters on the device; every
 // unit's partition comes from the host before each gather, forward and backward, and CPU Adam writes the 16-bit
 // partition on the host, so nothing goes back up after the step.

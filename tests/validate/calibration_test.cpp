@@ -260,31 +260,37 @@ std::vector<Observation> observations_of_sets(std::initializer_list<const char*>
   return obs;
 }
 
-// The host's memory efficiency and Polaris's pageable staging are the fit to offload-single (one A100 of Polaris
-// with CPU Adam), the multi-GPU offload runs held out; both better after.
+// The host's memory efficiency and Polaris's page faults are the fit to offload-single (one A100 of Polaris with
+// CPU Adam), the multi-GPU offload runs held out; both better after.
 TEST(HostHooks, HostMemoryEfficiencyIsTheFitToOffloadSingle) {
   std::vector<Observation> obs = observations_of_sets({"offload_single", "offload_polaris"});
-  // From a start where the fitted values are not the defaults: the whole bandwidth, the H100 host's staging.
+  // From a start where the fitted values are not the defaults: the whole bandwidth, the H100 host's page faults.
   for (auto& o : obs) {
     o.scenario.cluster.host.memory_efficiency = 1.0;
-    o.scenario.cluster.host.pageable_d2h = core::BytesPerSec(core::kMeasuredPageableD2HBps);
+    o.scenario.cluster.host.page_fault = core::Seconds(core::kFittedPageFaultS);
   }
-  const RunFit f = fit_runs(obs, {"host.memory_efficiency", "host.pageable_d2h"}, engine::EngineKind::kAnalytical);
+  const RunFit f = fit_runs(obs, {"host.memory_efficiency", "host.page_fault"}, engine::EngineKind::kAnalytical);
   ASSERT_EQ(f.fit.values.size(), 2u);
   EXPECT_NEAR(f.fit.values[0] / core::kFittedHostMemoryEfficiency, 1.0, 0.01);
-  EXPECT_NEAR(f.fit.values[1] / core::kFittedPolarisPageableD2HBps, 1.0, 0.01);
+  EXPECT_NEAR(f.fit.values[1] / core::kFittedPolarisPageFaultS, 1.0, 0.01);
   EXPECT_LT(f.fit_after.mean_abs, f.fit_before.mean_abs);
   EXPECT_LT(f.check_after.mean_abs, f.check_before.mean_abs);
 }
 
-// DeepSpeed ZeRO-3's host time per submodule is the fit to h100-deepspeed-fit (DeepSpeed 0.14 steps on one
-// H100), the other shapes of the same run held out; both better after the fit than from FSDP2's per-unit cost.
-TEST(HostHooks, ModuleHookIsTheFitOfTheDeepSpeedSteps) {
+// DeepSpeed ZeRO-3's host time per submodule and the H100 host's time per page fault are the fit to
+// h100-deepspeed-fit (DeepSpeed 0.14 steps on one H100; ZeRO-3 Offload's backward stages each gradient partition
+// through a temporary, fresh memory from 32 MiB), the other shapes of the same run held out; both better after the
+// fit than from FSDP2's per-unit cost and no page faults.
+TEST(HostHooks, ModuleHookAndPageFaultAreTheFitOfTheDeepSpeedSteps) {
   std::vector<Observation> obs = observations_of_sets({"h100_deepspeed_fit", "h100_deepspeed_steps"});
-  for (auto& o : obs) o.scenario.cluster.host.module_hook = core::Seconds(core::kMeasuredFetchHookS);
-  const RunFit f = fit_runs(obs, {"host.module_hook"}, engine::EngineKind::kAnalytical);
-  ASSERT_EQ(f.fit.values.size(), 1u);
+  for (auto& o : obs) {
+    o.scenario.cluster.host.module_hook = core::Seconds(core::kMeasuredFetchHookS);
+    o.scenario.cluster.host.page_fault = core::Seconds(0.0);
+  }
+  const RunFit f = fit_runs(obs, {"host.module_hook", "host.page_fault"}, engine::EngineKind::kAnalytical);
+  ASSERT_EQ(f.fit.values.size(), 2u);
   EXPECT_NEAR(f.fit.values[0] / core::kFittedModuleHookS, 1.0, 0.01);
+  EXPECT_NEAR(f.fit.values[1] / core::kFittedPageFaultS, 1.0, 0.01);
   EXPECT_LT(f.fit_after.mean_abs, f.fit_before.mean_abs);
   EXPECT_LT(f.check_after.mean_abs, f.check_before.mean_abs);
 }
