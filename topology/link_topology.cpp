@@ -237,9 +237,8 @@ LinkTopology LinkTopology::build(const core::ClusterSpec& c, TopologyKind kind) 
       f.group_switches = 32;         // Rosetta switches per group [unverified]
       f.endpoints_per_switch = 16;   // 16 endpoint ports per switch [unverified]; see switch_of
       f.global_links = 4;            // about 4 links between every pair of groups [unverified]
-      f.port_bandwidth = core::BytesPerSec(25.0 * kGBps);
       f.port_latency = core::Seconds(1.0 * kUs);
-      f.port_source = "F1: Slingshot-11 NIC port 25 GB/s; latency [guess]";
+      f.port_source = "F1: Slingshot-11 NIC port; latency [guess]";
       f.switch_bandwidth = core::BytesPerSec(25.0 * kGBps);
       f.switch_latency = core::Seconds(0.5 * kUs);
       f.switch_source = "[unverified] all-to-all 200 Gb/s switch links inside a group; latency [guess]";
@@ -254,9 +253,8 @@ LinkTopology LinkTopology::build(const core::ClusterSpec& c, TopologyKind kind) 
       f.rails_are_planes = true;  // dual-rail: one plane per HCA [unverified]
       f.leaf_nodes = 18;          // [guess] 36-port EDR leaves, 18 down / 18 up
       f.spines = 18;              // [guess] full bisection
-      f.port_bandwidth = core::BytesPerSec(12.5 * kGBps);
       f.port_latency = core::Seconds(1.0 * kUs);
-      f.port_source = "S1, S2: EDR 12.5 GB/s per rail; latency [guess]";
+      f.port_source = "S1, S2: EDR per rail; latency [guess]";
       f.switch_bandwidth = core::BytesPerSec(12.5 * kGBps);
       f.switch_latency = core::Seconds(0.5 * kUs);
       f.switch_source = "[guess] one EDR link from each leaf to each spine";
@@ -269,14 +267,19 @@ LinkTopology LinkTopology::build(const core::ClusterSpec& c, TopologyKind kind) 
       f.rails_are_planes = true;  // rail-optimised: NIC k of every node on rail k's leaves
       f.leaf_nodes = 32;          // [unverified] 32 DGX per scalable unit, one leaf per rail per SU
       f.spines = 16;              // [guess] 64-port switches: 32 uplinks per leaf as 2 x 400 Gb/s to 16 spines
-      f.port_bandwidth = core::BytesPerSec(50.0 * kGBps);
       f.port_latency = core::Seconds(1.0 * kUs);
-      f.port_source = "MLPerf system file: 400 Gb/s per NIC; latency [guess]";
+      f.port_source = "MLPerf system file: one NIC per GPU; latency [guess]";
       f.switch_bandwidth = core::BytesPerSec(100.0 * kGBps);
       f.switch_latency = core::Seconds(0.5 * kUs);
       f.switch_source = "[guess] 2 x 400 Gb/s from each leaf to each spine";
       t.description_ = "DGX H100: NVSwitch nodes, rail-optimised InfiniBand fat tree (NDR 400 Gb/s)";
     }
+    // A NIC port carries what the machine's outermost network level says one link gives (the datasheet's rate,
+    // or what the collective library was measured to get of it): the levels and the link graph are one
+    // description, and a scenario's cluster.network changes both engines.
+    const auto& nic = c.levels.back();
+    t.fab_.port_bandwidth = nic.link_bandwidth;
+    t.fab_.port_source += fmt::format("; bandwidth from level {} ({})", nic.name, nic.source);
   } else {
     const int levels = static_cast<int>(c.levels.size());
     int node_level = -1;

@@ -217,11 +217,17 @@ TEST(SimGridEngine, ExportedPlatformLoadsInSimGridAndTimesATransfer) {
     std::ofstream out(path);
     out << topo.to_simgrid_xml();
   }
-  // 1 GB between nodes crosses one 25 GB/s Slingshot port (F1) each way: 40 ms plus a few microseconds.
+  // 1 GB between nodes crosses one Slingshot port each way, at what the machine's slingshot level says a NIC
+  // gives (the levels and the link graph are one description): 1 GB / that, plus a few microseconds.
+  const double expect = 1e9 / c.levels.back().link_bandwidth.value();
   const double t = in_child([&] { return engine::time_transfer_on_platform_file(path, "n0.gcd0", "n1.gcd3", 1e9); });
   std::filesystem::remove(path);
-  EXPECT_GT(t, 0.040);
-  EXPECT_LT(t, 0.040 + 20e-6);
+  EXPECT_GT(t, expect);
+  EXPECT_LT(t, expect + 20e-6);
+  // A scenario's NIC bandwidth reaches the link graph.
+  core::ClusterSpec wide = c;
+  wide.levels.back().link_bandwidth = core::BytesPerSec(2.0 * c.levels.back().link_bandwidth.value());
+  EXPECT_NE(topology::LinkTopology::build(wide, topology::TopologyKind::kLinks).to_simgrid_xml(), topo.to_simgrid_xml());
 }
 
 TEST(SimGridEngine, NodeSymmetryGivesTheTimesOfTheFullSimulation) {
