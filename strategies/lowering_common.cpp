@@ -5,6 +5,7 @@
 
 #include "sim/core/dtype.hpp"
 #include "strategies/memory_model.hpp"
+#include "topology/placement.hpp"
 
 namespace shardsim::strategies {
 
@@ -165,6 +166,20 @@ void lower_optimizer_step(graph::TaskGraph& g, const StepLowering& step) {
     g.add_mem(ag, true, graph::MemKind::kGatherBuffer, core::Bytes(-m));
     remaining -= m;
   }
+}
+
+std::vector<int> qgz_hop_sizes(const core::ClusterSpec& cluster, const core::QuantizationSpec& quant, int ranks, int tp) {
+  const graph::GroupShape shape = topology::strided_group_shape(cluster, ranks, tp);
+  std::vector<int> sizes;
+  int covered = 1;
+  for (const int l : quant.gradient_hops) {
+    const int inside = shape.within(l);
+    if (inside <= covered) continue;
+    sizes.push_back(inside / covered);
+    covered = inside;
+  }
+  if (covered < ranks) sizes.push_back(ranks / covered);
+  return sizes;
 }
 
 }  // namespace shardsim::strategies

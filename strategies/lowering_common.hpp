@@ -109,5 +109,9 @@ double pageable_download_s(const core::HostSpec& host, int devices_per_node, dou
 /** @brief Whether a host temporary of `bytes` is new memory each time it is allocated (kMallocMmapThresholdMaxBytes). */
 [[nodiscard]] inline bool fresh_host_temporary(double bytes) { return bytes >= core::kMallocMmapThresholdMaxBytes; }
 void lower_optimizer_step(graph::TaskGraph& g, const StepLowering& step);
+/** @brief The group size of each of qgZ's all-to-all hops over a gradient group of `ranks` data-parallel ranks
+ *  (stride `tp`): the members inside each level `quant.gradient_hops` lists, one hop per level boundary, the
+ *  rest in a last hop; their product is `ranks`. */
+std::vector<int> qgz_hop_sizes(const core::ClusterSpec& cluster, const core::QuantizationSpec& quant, int ranks, int tp);
 
 }  // namespace shardsim::strategies

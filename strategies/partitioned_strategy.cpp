@@ -121,15 +121,11 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
   };
   std::vector<Hop> hops;
   if (quant.gradients) {
-    const graph::GroupShape a_shape = g.groups()[a_group].shape;
     int covered = 1;
-    for (int l : quant.gradient_hops) {
-      const int inside = a_shape.within(l);
-      if (inside <= covered) continue;
-      hops.push_back({group("qgZ-hop", inside / covered, covered * tp), inside / covered});
-      covered = inside;
+    for (const int size : qgz_hop_sizes(cluster, quant, sh.grads, tp)) {
+      hops.push_back({group("qgZ-hop", size, covered * tp), size});
+      covered *= size;
     }
-    if (covered < sh.grads) hops.push_back({group("qgZ-hop", sh.grads / covered, covered * tp), sh.grads / covered});
   }
 
   const double pb = core::dtype_bytes(model.param_dtype);
