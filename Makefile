@@ -65,7 +65,7 @@ test-sanitize: deps
 # which the test FuzzCorpus replays.
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := scenario deepspeed hf_config calibration validation_set nccl_tests
+FUZZ_TARGETS := scenario deepspeed hf_config calibration validation_set nccl_tests npy
 fuzz: deps
 	@command -v clang++ >/dev/null || $(SUDO) apt-get install -y -qq clang libclang-rt-dev
 	cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ -DSHARDSIM_FUZZ=ON \

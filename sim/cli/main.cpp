@@ -3,6 +3,7 @@
 #include <boost/program_options.hpp>
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "sim/cli/bench.hpp"
+#include "sim/cli/codec_error_report.hpp"
 #include "sim/cli/simgrid_bench.hpp"
 #include "sim/core/dtype.hpp"
 #include "sim/core/errors.hpp"
@@ -21,6 +23,7 @@
 #include "sim/report/trace.hpp"
 #include "sim/scenario/evaluate.hpp"
 #include "sim/scenario/scenario.hpp"
+#include "sim/scenario/npy_file.hpp"
 #include "sim/scenario/text_file.hpp"
 #include "sim/search/plan_search.hpp"
 #include "sim/cli/collective_command.hpp"
@@ -101,7 +104,9 @@ int cmd_run(const std::vector<std::string>& args) {
       "trace", po::value<std::string>(), "write the iteration as a Chrome/Perfetto trace (a scenario without sweep)")(
       "memory-csv", po::value<std::string>(), "write memory over time per rank role as CSV (a scenario without sweep)")(
       "host-link-csv", po::value<std::string>(),
-      "write every host <-> device copy (direction, phase, start, end, bytes) as CSV (a scenario without sweep)");
+      "write every host <-> device copy (direction, phase, start, end, bytes) as CSV (a scenario without sweep)")(
+      "compression-sample", po::value<std::string>(),
+      "also measure the plan's compression error on this tensor (.npy of float16/32/64 values)");
   const auto parsed = parse_command(args, opts, "scenario");
   if (!parsed) return kOk;
   const auto& vm = *parsed;
@@ -139,6 +144,25 @@ int cmd_run(const std::vector<std::string>& args) {
     progress.update(static_cast<double>(v + 1) / n, fmt::format("{}/{} variants", v + 1, scenarios.size()));
   }
   progress.finish(fmt::format("{} of {} evaluated", scenarios.size(), scenarios.size()));
+  // What each compressed plan's codecs do to the values, next to its speed-up over the plan uncompressed.
+  std::vector<float> user_sample;
+  std::string user_name;
+  if (vm.count("compression-sample")) {
+    const std::string path = vm["compression-sample"].as<std::string>();
+    user_sample = scenario::read_npy_values(path);
+    user_name = std::filesystem::path(path).filename().string();
+  }
+  std::vector<std::vector<CodecErrorRow>> codec_rows(scenarios.size());
+  std::vector<double> uncompressed_s(scenarios.size(), 0.0);
+  for (std::size_t i = 0; i < scenarios.size(); ++i) {
+    codec_rows[i] = codec_error_rows(scenarios[i], user_sample.empty() ? nullptr : &user_sample, user_name);
+    if (!codec_rows[i].empty()) {
+      uncompressed_s[i] = scenario::evaluate(without_compression(scenarios[i]), engine_options).run.iteration_time.value();
+    }
+  }
+  if (!user_sample.empty() && std::all_of(codec_rows.begin(), codec_rows.end(), [](const auto& r) { return r.empty(); })) {
+    throw UsageError("--compression-sample: the plan compresses nothing (plan.compression, ZeRO++'s quantisation)");
+  }
   // Everything computed: now the outputs, all or none.
   report::OutputFiles outputs;
   if (vm.count("json")) {
@@ -148,6 +172,10 @@ int cmd_run(const std::vector<std::string>& args) {
     for (std::size_t i = 0; i < scenarios.size(); ++i) {
       j["results"].push_back(report::to_json(scenarios[i], evals[i]));
       j["results"].back()["validation"] = validate::describe_validation(scenarios[i], bands);
+      if (!codec_rows[i].empty()) {
+        j["results"].back()["compression_error"] =
+            codec_errors_json(codec_rows[i], evals[i].run.iteration_time.value(), uncompressed_s[i]);
+      }
     }
     outputs.add(vm["json"].as<std::string>(), j.dump(2) + "\n");
   }
@@ -157,10 +185,22 @@ int cmd_run(const std::vector<std::string>& args) {
   outputs.commit();
   if (scenarios.size() == 1) {
     std::cout << report::render_table(scenarios[0], evals[0]);
+    std::cout << render_codec_errors(codec_rows[0], evals[0].run.iteration_time.value(), uncompressed_s[0]);
     std::cout << "\nvalidation  " << validate::describe_validation(scenarios[0], bands) << "\n";
     if (scenarios[0].engine == engine::EngineKind::kSimGrid) print_network(scenarios[0], evals[0]);
   } else {
     std::cout << report::render_sweep(scenarios, evals);
+    std::string codecs;
+    for (std::size_t i = 0; i < scenarios.size(); ++i) {
+      codecs += render_codec_error_summary(scenarios[i].variant, codec_rows[i], evals[i].run.iteration_time.value(),
+                                           uncompressed_s[i]);
+    }
+    if (!codecs.empty()) {
+      std::cout << "\ncompression  speed-up over the same plan uncompressed; relative rms error of the values after one "
+                   "round trip, and of the sum where the collective reduces (shardsim's codecs, representative "
+                   "tensors; run one variant for the table)\n"
+                << codecs;
+    }
     std::vector<std::string> seen;
     for (const auto& v : scenarios) {
       const std::string line = validate::describe_validation(v, bands);

@@ -564,3 +564,87 @@ TEST(Readme, ExamplesAreTheRealOutput) {
 }
 
 }  // namespace
+
+namespace {
+
+// A .npy file (format 1.0) of `values`, dtype `descr` ('<f4', '<f2', ...), raw little-endian `data`.
+void write_npy(const fs::path& path, const std::string& descr, const std::string& shape, const std::string& data) {
+  std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
+  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+  header += '\n';
+  std::string out = "\x93NUMPY";
+  out += '\x01';
+  out += '\x00';
+  out += static_cast<char>(header.size() & 0xff);
+  out += static_cast<char>(header.size() >> 8);
+  std::ofstream(path, std::ios::binary) << out << header << data;
+}
+
+std::string floats(const std::vector<float>& v) {
+  return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
+}
+
+}  // namespace
+
+// A compressed plan's report measures what its codecs do to the values (shardsim's ZFP and MPC on representative
+// tensors, the reduced sum along the group's ring) beside its speed-up over the same plan uncompressed; a user's
+// .npy sample adds its own rows.
+TEST(Cli, CompressionErrorBesideTheSpeedUp) {
+  const fs::path d = temp_dir();
+  std::ofstream(d / "c.yaml") << "model: {preset: gpt-neox-20b, layers: 4}\ncluster: {preset: lassen, nodes: 4}\n"
+                                 "plan: {tp: 2, pp: 2, zero_stage: 1, micro_batch: 1, global_batch: 16, recompute: full,\n"
+                                 "  compression: {gradients: {codec: zfp, rate: 8}, tensor: {codec: mpc}}}\n";
+  std::vector<float> sample(1000);
+  for (std::size_t i = 0; i < sample.size(); ++i) sample[i] = 0.001f * static_cast<float>((i * 37) % 101) - 0.05f;
+  write_npy(d / "grads.npy", "<f4", "(10, 100)", floats(sample));
+  const std::string scenario = "'" + (d / "c.yaml").string() + "'";
+  const Outcome r = run("run " + scenario + " --compression-sample '" + (d / "grads.npy").string() + "' --json '" +
+                        (d / "r.json").string() + "'");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("the speed of the same plan uncompressed"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ring, 4 ranks"), std::string::npos) << r.out;  // dp = 16 / (2 x 2)
+  EXPECT_NE(r.out.find("grads.npy"), std::string::npos) << r.out;
+  const auto j = nlohmann::json::parse(read(d / "r.json"))["results"][0]["compression_error"];
+  ASSERT_EQ(j["streams"].size(), 4u);  // gradients and tensor, each on its representative tensor and the sample
+  for (const auto& s : j["streams"]) {
+    if (s["stream"] == "gradients") {
+      EXPECT_DOUBLE_EQ(s["bits_per_value"].get<double>(), 8.0);
+      EXPECT_EQ(s["simulated_ranks"], 4);
+      EXPECT_GT(s["sum_rel_rms"].get<double>(), s["value_rel_rms"].get<double>() * 0.5);
+    } else {
+      EXPECT_EQ(s["stream"], "tensor");
+      EXPECT_EQ(s["value_rel_rms"].get<double>(), 0.0);  // MPC is lossless
+      EXPECT_EQ(s["simulated_ranks"], 2);
+    }
+  }
+  EXPECT_GT(j["speedup"].get<double>(), 0.0);
+  // The sample's problems are the user's input errors: exit 2, naming the file, nothing written.
+  std::ofstream(d / "bad.npy") << "not numpy at all";
+  write_npy(d / "big_endian.npy", ">f4", "(4,)", floats({1, 2, 3, 4}));
+  write_npy(d / "short.npy", "<f4", "(8,)", floats({1, 2, 3, 4}));
+  write_npy(d / "nan.npy", "<f4", "(2,)", floats({1.0f, std::nanf("")}));
+  write_npy(d / "ints.npy", "<i4", "(2,)", floats({1, 2}));
+  for (const auto& [file, expect] : std::vector<std::pair<std::string, std::string>>{
+           {"bad.npy", "a NumPy .npy file"},
+           {"big_endian.npy", "little-endian float16, float32 or float64"},
+           {"short.npy", "8 values of 4 bytes"},
+           {"nan.npy", "finite float values"},
+           {"ints.npy", "not '<i4'"}}) {
+    const Outcome b = run("run " + scenario + " --compression-sample '" + (d / file).string() + "' --json '" +
+                          (d / "b.json").string() + "'");
+    EXPECT_EQ(b.code, 2) << file << ": " << b.out;
+    EXPECT_NE(b.out.find(file), std::string::npos) << b.out;
+    EXPECT_NE(b.out.find(expect), std::string::npos) << file << ": " << b.out;
+    EXPECT_FALSE(fs::exists(d / "b.json")) << file;
+  }
+  // float16 samples are read too.
+  write_npy(d / "half.npy", "<f2", "(4,)", std::string("\x00\x3c\x00\x40\x00\xc2\x00\x00", 8));  // 1, 2, -3, 0
+  EXPECT_EQ(run("run " + scenario + " --compression-sample '" + (d / "half.npy").string() + "'").code, 0);
+  // A sample for a plan that compresses nothing is a usage error.
+  std::ofstream(d / "plain.yaml") << "model: {preset: gpt-neox-20b, layers: 4}\ncluster: {preset: lassen, nodes: 4}\n"
+                                     "plan: {tp: 2, pp: 2, zero_stage: 1, micro_batch: 1, global_batch: 16}\n";
+  const Outcome p = run("run '" + (d / "plain.yaml").string() + "' --compression-sample '" + (d / "grads.npy").string() + "'");
+  EXPECT_EQ(p.code, 2) << p.out;
+  EXPECT_NE(p.out.find("compresses nothing"), std::string::npos) << p.out;
+  fs::remove_all(d);
+}

@@ -4,6 +4,7 @@
 #include "sim/scenario/deepspeed_config.hpp"
 #include "sim/scenario/evaluate.hpp"
 #include "sim/scenario/hf_config.hpp"
+#include "sim/scenario/npy_file.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "validate/calibration.hpp"
 #include "validate/collective_runs.hpp"
@@ -63,6 +64,10 @@ void nccl_tests(const std::string& text) {
   expecting_config_errors([&] { (void)validate::parse_collective_samples(text, "nccl.txt", graph::CollectiveOp::kAllReduce, 0); });
 }
 
+void npy_sample(const std::string& bytes) {
+  expecting_config_errors([&] { (void)scenario::parse_npy_values(bytes, "sample.npy"); });
+}
+
 const std::vector<Target>& targets() {
   static const std::vector<Target> kTargets = {
       {"scenario", scenario_yaml, {"scenarios", "tests/fuzz/regressions/scenario"}},
@@ -71,6 +76,7 @@ const std::vector<Target>& targets() {
       {"calibration", calibration, {"validate/results", "tests/fuzz/regressions/calibration"}},
       {"validation_set", validation_set, {"validate/data", "tests/fuzz/regressions/validation_set"}},
       {"nccl_tests", nccl_tests, {"validate/data/collectives", "tests/fuzz/regressions/nccl_tests"}},
+      {"npy", npy_sample, {"tests/fuzz/regressions/npy"}},
   };
   return kTargets;
 }

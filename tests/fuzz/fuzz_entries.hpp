@@ -22,6 +22,7 @@ void hf_config(const std::string& text);
 void calibration(const std::string& text);
 void validation_set(const std::string& text);
 void nccl_tests(const std::string& text);
+void npy_sample(const std::string& bytes);
 
 const std::vector<Target>& targets();
 const Target* find_target(std::string_view name);
