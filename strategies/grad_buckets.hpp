@@ -10,7 +10,7 @@
 namespace shardsim::strategies {
 
 /// What a bucket holds: its gradients' bytes, the parameter tensors they belong to, and of the bytes those in
-/// tensors large enough that the host stages each in fresh memory (see fresh_host_temporary).
+/// tensors large enough that the host stages each in fresh memory (core::kMallocMmapThresholdMaxBytes).
 struct BucketFill {
   double bytes = 0.0;
   int tensors = 0;

@@ -106,8 +106,6 @@ double pageable_upload_s(const core::HostSpec& host, int devices_per_node, doubl
  *  more): the driver's copy faults them in page by page (HostSpec::page_fault). */
 double pageable_download_s(const core::HostSpec& host, int devices_per_node, double elements, double from_bytes,
                            double fresh_elements);
-/** @brief Whether a host temporary of `bytes` is new memory each time it is allocated (kMallocMmapThresholdMaxBytes). */
-[[nodiscard]] inline bool fresh_host_temporary(double bytes) { return bytes >= core::kMallocMmapThresholdMaxBytes; }
 void lower_optimizer_step(graph::TaskGraph& g, const StepLowering& step);
 /** @brief The group size of each of qgZ's all-to-all hops over a gradient group of `ranks` data-parallel ranks
  *  (stride `tp`): the members inside each level `quant.gradient_hops` lists, one hop per level boundary, the

@@ -95,15 +95,19 @@ ModelCosts compute_model_costs(const core::ModelSpec& m, const core::PlanSpec& p
   // The weights per tensor-parallel rank that DeepSpeed's persistence threshold compares (norms: h elements).
   const double persist = plan.persistence_threshold.value() / core::dtype_bytes(m.param_dtype);
   auto gathered = [&](double weight) { return weight > persist ? 1 : 0; };
+  // The weight modules above the threshold (each weight tensor is one module's).
+  auto gathered_weights = [&](const UnitCost& u) {
+    int n = 0;
+    for (const TensorGroup& w : u.weights) n += w.count * gathered(w.elements);
+    return n;
+  };
   const int norms_gathered = 2 * gathered(h);
   if (m.fused_qkv) {
-    blk.gathered_modules = gathered(h * (h + 2.0 * kv) / t) + gathered(h * h / t);
     blk.weights = {TensorGroup{h * (h + 2.0 * kv) / t, 1}, TensorGroup{h * h / t, 1}, TensorGroup{h * f / t, swiglu ? 3 : 2}};
   } else {
-    blk.gathered_modules = 2 * gathered(h * h / t) + 2 * gathered(h * kv / t);
     blk.weights = {TensorGroup{h * h / t, 2}, TensorGroup{h * kv / t, 2}, TensorGroup{h * f / t, swiglu ? 3 : 2}};
   }
-  blk.gathered_modules += (swiglu ? 3 : 2) * gathered(h * f / t) + norms_gathered;
+  blk.gathered_modules = gathered_weights(blk) + norms_gathered;
 
   // ---- embedding: vocabulary-parallel lookup; negligible FLOPs ----
   UnitCost emb;
@@ -113,8 +117,8 @@ ModelCosts compute_model_costs(const core::ModelSpec& m, const core::PlanSpec& p
   emb.tp_allreduces = plan.tp > 1 ? 1 : 0;
   emb.modules = m.position == core::PositionKind::kLearned ? 2 : 1;
   emb.tensors = emb.modules;
-  emb.gathered_modules = gathered(m.vocab * h / t) + (emb.modules == 2 ? gathered(s * h) : 0);
   emb.weights = {TensorGroup{m.vocab * h / t, 1}, TensorGroup{s * h, emb.modules == 2 ? 1 : 0}, TensorGroup{}};
+  emb.gathered_modules = gathered_weights(emb);
 
   // ---- head: final norm, output projection (vocabulary-parallel), cross-entropy in fp32 ----
   UnitCost head;
@@ -129,8 +133,8 @@ ModelCosts compute_model_costs(const core::ModelSpec& m, const core::PlanSpec& p
   head.act_saved = core::Bytes(tokens * h * e + logits * (e + 4.0));
   head.modules = m.tied_embeddings ? 1 : 2;  // final norm (+ the output projection unless tied)
   head.tensors = norm_tensors + (m.tied_embeddings ? 0 : 1);
-  head.gathered_modules = norms_gathered / 2 + (m.tied_embeddings ? 0 : gathered(m.vocab * h / t));
   head.weights = {TensorGroup{m.vocab * h / t, m.tied_embeddings ? 0 : 1}, TensorGroup{}, TensorGroup{}};
+  head.gathered_modules = norms_gathered / 2 + gathered_weights(head);
 
   if (device) {
     const LayerTimes times = time_layers(m, plan, *device);
