@@ -173,6 +173,10 @@ core::ClusterSpec make_dgx_h100() {
   // (1.23-1.65; 4-32 blocks: 1.14-1.82). The test Presets.H100CommSlowdownIsItsMeasurement recomputes it.
   d.comm_compute_slowdown = 1.367;
   d.efficiency_source = "calibrated on an H100 SXM: validate/results/NVIDIA-H100-80GB-HBM3-2026-11-23.yaml";
+  // shardsim's codec kernels on the same H100 (core::kH100ZfpCompressBps and beside it).
+  d.codec = core::CodecRates{BytesPerSec(core::kH100ZfpCompressBps), BytesPerSec(core::kH100ZfpDecompressBps),
+                             BytesPerSec(core::kH100MpcCompressBps), BytesPerSec(core::kH100MpcDecompressBps),
+                             "shardsim's kernels measured on an H100 SXM (validate/results/, 1 GiB)"};
   d.compute_units = 132;  // 132 SMs in the SXM5 part (NVIDIA H100 datasheet)
   d.runtime_reserved = core::Bytes(0.5 * core::kGiB);  // [guess] CUDA context + NCCL
   d.source = "datasheet; measured GEMM and copy rates";

@@ -56,24 +56,25 @@ std::vector<CodecErrorRow> codec_error_rows(const scenario::Scenario& s, const s
     SampleKind sample;
     Reduction how;
     int group;
+    const core::CompressionSpec* spec = nullptr;  ///< MVAPICH-style streams: the codec's speeds
   };
   std::vector<Stream> streams;
   const int dp = std::max(p.dp, 1);
   if (p.compression.gradients.on() && dp > 1) {
     streams.push_back({"gradients", choice_of(p.compression.gradients), p.compression.gradients.ratio,
-                       SampleKind::kGradient, ring_of(dp), dp});
+                       SampleKind::kGradient, ring_of(dp), dp, &p.compression.gradients});
   }
   if (p.compression.parameters.on()) {
     streams.push_back({"parameters", choice_of(p.compression.parameters), p.compression.parameters.ratio,
-                       SampleKind::kWeight, {}, 0});
+                       SampleKind::kWeight, {}, 0, &p.compression.parameters});
   }
   if (p.compression.tensor.on() && p.tp > 1) {
     streams.push_back({"tensor", choice_of(p.compression.tensor), p.compression.tensor.ratio, SampleKind::kActivation,
-                       ring_of(p.tp), p.tp});
+                       ring_of(p.tp), p.tp, &p.compression.tensor});
   }
   if (p.compression.pipeline.on() && p.pp > 1) {
     streams.push_back({"pipeline", choice_of(p.compression.pipeline), p.compression.pipeline.ratio,
-                       SampleKind::kActivation, {}, 0});
+                       SampleKind::kActivation, {}, 0, &p.compression.pipeline});
   }
   const auto block = static_cast<std::size_t>(p.quantization.block);
   if (p.quantization.weights) {
@@ -103,6 +104,10 @@ std::vector<CodecErrorRow> codec_error_rows(const scenario::Scenario& s, const s
       r.stream = st.name;
       r.codec = kernels::codec_label(st.codec);
       r.plan_ratio = st.ratio;
+      if (st.spec) {
+        r.compress_Bps = st.spec->compress.value();
+        r.decompress_Bps = st.spec->decompress.value();
+      }
       r.sample = sample;
       r.reduction = reduction_label(st.how);
       r.group_ranks = st.group;
@@ -149,10 +154,13 @@ std::string render_codec_errors(const std::vector<CodecErrorRow>& rows, double c
                      fmt::format("{:.2e} / {:.2e}", e.value_rel_rms, e.value_rel_max), over,
                      e.ranks > 0 ? fmt::format("{:.2e}", e.sum_rel_rms) : std::string("-"));
   }
-  o += "  (ratio: of 32-bit values; the cost model takes each codec's ratio from the plan: ";
+  o += "  (ratio: of 32-bit values; the cost model takes each codec's ratio and speed from the plan: ";
   std::vector<std::string> seen;
   for (const auto& r : rows) {
-    const std::string s = fmt::format("{} {:.2f}x", r.stream, r.plan_ratio);
+    const std::string s =
+        r.compress_Bps > 0.0
+            ? fmt::format("{} {:.2f}x at {:.0f} / {:.0f} GB/s", r.stream, r.plan_ratio, r.compress_Bps / 1e9, r.decompress_Bps / 1e9)
+            : fmt::format("{} {:.2f}x", r.stream, r.plan_ratio);
     if (std::find(seen.begin(), seen.end(), s) == seen.end()) seen.push_back(s);
   }
   for (std::size_t i = 0; i < seen.size(); ++i) o += (i ? ", " : "") + seen[i];
@@ -188,6 +196,10 @@ nlohmann::ordered_json codec_errors_json(const std::vector<CodecErrorRow>& rows,
     s["stream"] = r.stream;
     s["codec"] = r.codec;
     s["plan_ratio"] = r.plan_ratio;
+    if (r.compress_Bps > 0.0) {
+      s["compress_Bps"] = r.compress_Bps;
+      s["decompress_Bps"] = r.decompress_Bps;
+    }
     s["sample"] = r.sample;
     s["bits_per_value"] = r.error.bits_per_value;
     s["value_rel_rms"] = r.error.value_rel_rms;

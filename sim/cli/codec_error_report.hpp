@@ -23,6 +23,7 @@ struct CodecErrorRow {
   std::string stream;  ///< "gradients", "parameters", "tensor", "pipeline", "qwZ", "qgZ"
   std::string codec;   ///< kernels::codec_label
   double plan_ratio = 1.0;  ///< what the plan's cost model assumes
+  double compress_Bps = 0.0, decompress_Bps = 0.0;  ///< the codec's speed in the cost model (0: not a codec stream)
   std::string sample;  ///< "gradient-like", ..., or the user's file name
   std::string reduction;  ///< "", "ring", "hops 8 x 4"
   int group_ranks = 0;    ///< ranks of the stream's group (the reduction may simulate fewer)

@@ -1,5 +1,7 @@
 #include "sim/core/cluster_spec.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 
@@ -51,6 +53,21 @@ std::optional<std::size_t> parse_protocol(std::string_view name) {
     if (kProtocolNames[i] == name) return i;
   }
   return std::nullopt;
+}
+
+CodecRates codec_rates(const DeviceSpec& d) {
+  if (d.codec.zfp_compress.value() > 0.0) return d.codec;
+  const double scale = d.compute_units > 0 ? static_cast<double>(d.compute_units) / kH100ComputeUnits : 1.0;
+  CodecRates r;
+  r.zfp_compress = BytesPerSec(kH100ZfpCompressBps * scale);
+  r.zfp_decompress = BytesPerSec(kH100ZfpDecompressBps * scale);
+  r.mpc_compress = BytesPerSec(kH100MpcCompressBps * scale);
+  r.mpc_decompress = BytesPerSec(kH100MpcDecompressBps * scale);
+  r.source = d.compute_units > 0
+                 ? fmt::format("shardsim's kernels as measured on an H100, x {} / {} compute units [guess]",
+                               d.compute_units, kH100ComputeUnits)
+                 : std::string("shardsim's kernels as measured on an H100 (compute units unknown) [guess]");
+  return r;
 }
 
 }  // namespace shardsim::core

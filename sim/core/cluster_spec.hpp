@@ -29,6 +29,22 @@ struct NetworkLevel {
   [[nodiscard]] BytesPerSec per_rank_bandwidth() const { return link_bandwidth / static_cast<double>(shared_by); }
 };
 
+/// The compression kernels' throughput on a device, uncompressed bytes per second (shardsim's GPU ZFP at a fixed
+/// rate and MPC, kernels/gpu), and where it comes from. Zero: not measured on this device (codec_rates scales).
+struct CodecRates {
+  BytesPerSec zfp_compress, zfp_decompress, mpc_compress, mpc_decompress;
+  std::string source;
+};
+/// The codec kernels measured on an H100 SXM at 1 GiB (validate/results/NVIDIA-H100-80GB-HBM3-2026-11-23-kernels.yaml:
+/// zfp_rate8 5.184 ms, zfp_decompress_rate8 8.946 ms, mpc 8.592 ms, mpc_decompress 14.160 ms; the test
+/// Presets.H100CodecRatesAreItsKernelMeasurements recomputes them): 6% of the HBM's bandwidth or less, so the
+/// kernels are bound by the SMs' integer work, not by memory.
+inline constexpr double kH100ZfpCompressBps = 207.11e9;
+inline constexpr double kH100ZfpDecompressBps = 120.03e9;
+inline constexpr double kH100MpcCompressBps = 124.97e9;
+inline constexpr double kH100MpcDecompressBps = 75.83e9;
+inline constexpr int kH100ComputeUnits = 132;
+
 struct DeviceSpec {
   std::string name;
   std::array<std::optional<FlopPerSec>, 6> peak{};  ///< dense peak per Dtype (index = enum value)
@@ -55,11 +71,17 @@ struct DeviceSpec {
   /// calibration file): reports show it next to the numbers
   std::string efficiency_source = "[guess]";
   Bytes runtime_reserved;          ///< HBM taken by the runtime/context before the job allocates
+  CodecRates codec;                ///< measured on this device; zero: see codec_rates
   std::string source;
 
   /** @brief Dense peak for `d`, if the device has one. */
   [[nodiscard]] std::optional<FlopPerSec> peak_for(Dtype d) const { return peak[static_cast<int>(d)]; }
 };
+
+/** @brief The codec kernels' throughput on `d`: its own measurement where it has one, else the H100's scaled by
+ *  compute units (the kernels' integer work runs on 64 INT32 lanes per SM on V100, A100 and H100 and per CU on
+ *  CDNA2; clocks are not counted [guess]); a device of unknown compute units takes the H100's as they are. */
+CodecRates codec_rates(const DeviceSpec& d);
 
 /// A sharding framework's host time per pass (forward or backward) for each unit it fetches, fitted to PyTorch
 /// FSDP2 on an H100 machine's host (validate/results/NVIDIA-H100-80GB-HBM3-2026-11-23-fsdp.csv,

@@ -699,8 +699,9 @@ void resolve_partition(Scenario& s, const ConfigNode& plan_at, const PlanDeferre
 }
 
 // Compression of one class of messages. ZFP's ratio follows from its fixed rate (element bits / rate); MPC's
-// is a property of the data (measured by the kernels' benchmark; default [guess]). Codec speeds default to a
-// fraction of HBM bandwidth [guess] until measured.
+// is a property of the data (measured by the kernels' benchmark; default [guess]). Codec speeds are shardsim's
+// kernels as measured on the device, or on an H100 and scaled (core::codec_rates); compress_throughput and
+// decompress_throughput override them.
 core::CompressionSpec resolve_codec(const ConfigNode& n, const core::ClusterSpec& c, core::Dtype data) {
   n.expect_map({"codec", "rate", "ratio", "compress_throughput", "decompress_throughput"});
   core::CompressionSpec spec;
@@ -711,7 +712,7 @@ core::CompressionSpec resolve_codec(const ConfigNode& n, const core::ClusterSpec
     }
     return spec;
   }
-  const double hbm = c.device.hbm_bandwidth.value();
+  const core::CodecRates rates = core::codec_rates(c.device);
   const int bits = static_cast<int>(core::dtype_bytes(data) * 8);
   if (codec == "zfp") {
     spec.codec = core::Codec::kZfp;
@@ -723,8 +724,8 @@ core::CompressionSpec resolve_codec(const ConfigNode& n, const core::ClusterSpec
                             core::dtype_name(data)));
     }
     spec.ratio = static_cast<double>(bits) / spec.zfp_rate;
-    spec.compress = core::BytesPerSec(0.15 * hbm);
-    spec.decompress = core::BytesPerSec(0.20 * hbm);
+    spec.compress = rates.zfp_compress;
+    spec.decompress = rates.zfp_decompress;
   } else {
     spec.codec = core::Codec::kMpc;
     if (n.has("rate")) n.get("rate").fail("MPC is lossless and has no rate; give ratio");
@@ -733,8 +734,8 @@ core::CompressionSpec resolve_codec(const ConfigNode& n, const core::ClusterSpec
       spec.ratio = r->as_double();
       if (spec.ratio < 1.0) r->fail(fmt::format("expected a ratio >= 1, got {}", spec.ratio));
     }
-    spec.compress = core::BytesPerSec(0.20 * hbm);
-    spec.decompress = core::BytesPerSec(0.25 * hbm);
+    spec.compress = rates.mpc_compress;
+    spec.decompress = rates.mpc_decompress;
   }
   if (auto v = n.find("compress_throughput")) spec.compress = v->as_bandwidth();
   if (auto v = n.find("decompress_throughput")) spec.decompress = v->as_bandwidth();

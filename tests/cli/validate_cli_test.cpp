@@ -102,8 +102,10 @@ TEST(Validate, PaperClaims) {
       {"frontier-3level-over-zeropp", {false, 1.000}},
       {"frontier-3level-scaling", {true, 0}},
       // Lassen (arXiv 2409.02423): naive compression +22.5%, hybrid +17.3% TFLOPS/GPU.
-      {"lassen-naive-over-baseline", {false, 0.989}},
-      {"lassen-hybrid-over-baseline", {false, 0.981}},
+      // (0.99x / 0.98x with codec speeds a fraction of HBM bandwidth; the kernels measured on an H100, scaled to the
+      // V100's 80 SMs, are slower)
+      {"lassen-naive-over-baseline", {false, 0.967}},
+      {"lassen-hybrid-over-baseline", {false, 0.923}},
   };
   const auto j = validate_json("amsp-v2 seed-ratios");
   int seen = 0;

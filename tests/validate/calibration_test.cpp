@@ -215,6 +215,28 @@ TEST(HostHooks, AreTheFitOfTheFsdpMeasurements) {
 
 // The host's staging rate of pageable copies is what the H100 host's 1 GiB copies take beyond the pinned ones, per
 // direction.
+// The H100's codec rates are shardsim's own kernels measured on it at 1 GiB; another device without a measurement
+// takes them scaled by its compute units, and says so.
+TEST(Presets, H100CodecRatesAreItsKernelMeasurements) {
+  const std::string path =
+      std::string(SHARDSIM_SOURCE_DIR) + "/validate/results/NVIDIA-H100-80GB-HBM3-2026-11-23-kernels.yaml";
+  const Results r = parse_results(scenario::read_text_file(path, "results"), path);
+  std::map<std::string, double> gib;
+  for (const auto& m : r.measurements) {
+    if (m.kind == "kernel" && m.bytes == 1073741824.0) gib[m.name] = m.seconds;
+  }
+  ASSERT_EQ(gib.count("zfp_rate8") + gib.count("zfp_decompress_rate8") + gib.count("mpc") + gib.count("mpc_decompress"), 4u);
+  const core::CodecRates h100 = core::codec_rates(topology::find_cluster_preset("dgx-h100")->device);
+  EXPECT_NEAR(1073741824.0 / gib["zfp_rate8"] / h100.zfp_compress.value(), 1.0, 1e-3);
+  EXPECT_NEAR(1073741824.0 / gib["zfp_decompress_rate8"] / h100.zfp_decompress.value(), 1.0, 1e-3);
+  EXPECT_NEAR(1073741824.0 / gib["mpc"] / h100.mpc_compress.value(), 1.0, 1e-3);
+  EXPECT_NEAR(1073741824.0 / gib["mpc_decompress"] / h100.mpc_decompress.value(), 1.0, 1e-3);
+  const core::DeviceSpec v100 = topology::find_cluster_preset("lassen")->device;
+  const core::CodecRates scaled = core::codec_rates(v100);
+  EXPECT_NEAR(scaled.zfp_compress.value() / h100.zfp_compress.value(), v100.compute_units / 132.0, 1e-9);
+  EXPECT_NE(scaled.source.find("[guess]"), std::string::npos);
+}
+
 TEST(HostHooks, PageableStagingIsTheH100HostsCopies) {
   const std::string path = std::string(SHARDSIM_SOURCE_DIR) + "/validate/results/NVIDIA-H100-80GB-HBM3-2026-11-23.yaml";
   const Results r = parse_results(scenario::read_text_file(path, "results"), path);
