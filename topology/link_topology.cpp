@@ -652,6 +652,12 @@ Vertex LinkTopology::vertex(int v) const {
   return fabric_vertices_[static_cast<std::size_t>(v - nodes_ * per)];
 }
 
+std::pair<int, int> LinkTopology::link_in_node(int l) const {
+  const int per = static_cast<int>(node_.links.size());
+  if (l < nodes_ * per) return {l / per, l % per};
+  return {-1, -1};
+}
+
 Link LinkTopology::link(int l) const {
   const int per = static_cast<int>(node_.links.size());
   if (l < nodes_ * per) {

@@ -12,6 +12,7 @@
 // Every preset link cites hardware.md's sources (F1-F3, S1-S3, NVIDIA) or is marked [guess] / [unverified].
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/core/cluster_spec.hpp"
@@ -112,6 +113,9 @@ class LinkTopology {
   [[nodiscard]] double link_bandwidth_Bps(int l) const;
   /** @brief Latency of link `l` in seconds (fast path for engines). */
   [[nodiscard]] double link_latency_s(int l) const;
+  /** @brief The node whose internal link `l` is, and its index in the node template; {-1, -1} for a fabric
+   *  link (NIC ports, switch and global links). */
+  [[nodiscard]] std::pair<int, int> link_in_node(int l) const;
 
   /** @brief SimGrid platform XML (version 4.1): hosts for devices and CPUs, routers for NICs and switches,
    *  split-duplex links, one route per link, Dijkstra routing (SimGrid recomputes shortest paths). */

@@ -441,7 +441,7 @@ int cmd_bench(const std::vector<std::string>& args) {
   opts.add_options()("help,h", "show this help")("seconds", po::value<double>()->default_value(2.0),
                                                  "time to spend on each figure")(
       "simgrid", "print the SimGrid engine's scale curve instead (GPT-20B ZeRO-3 on Frontier, 8 GCDs up)")(
-      "max-gcds", po::value<int>()->default_value(8192), "largest job of the SimGrid scale curve (up to 8192)");
+      "max-gcds", po::value<int>()->default_value(75264), "largest job of the SimGrid scale curve (up to the full Frontier, 75,264 GCDs)");
   const auto parsed = parse_command(args, opts);
   if (!parsed) return kOk;
   const auto& vm = *parsed;

@@ -280,34 +280,74 @@ class Planner {
     p.phases.push_back(std::move(ph));
   }
 
-  // Symmetry: in a group spanning many nodes, every node moves the same bytes inside itself and to its
-  // successor. Nodes whose path to the next node is the common (shortest) one share no link with each other's
-  // flows of this collective (split-duplex NIC ports, private switch ports), so the first of them stands for
-  // all: only its flows, inside the node and out of it, are simulated. Nodes whose path is longer (a switch or
-  // dragonfly group boundary) keep all their flows, so the slowest node and every shared switch or global link
-  // are simulated in full. Empty: keep every node. (Tested: same times as with every node simulated.)
+  // Symmetry: in a group spanning many nodes, most nodes move the same bytes over paths of the same links (inside
+  // the nodes the same links of the node's template; outside, the same bandwidths and latencies, shared the same
+  // way among the node's own flows) that no other node's flow of this collective touches outside the nodes: one
+  // node of each such class stands for all of them, and only its flows, inside the node and out of it, are
+  // simulated. A node whose flows share a fabric link direction with another node's (a switch port, a global
+  // link) keeps all its flows, so every shared switch or global link is simulated in full; so does the first
+  // node of each class, the slowest class included. (Inside a node, the flow arriving from the previous node
+  // meets the node's own flows, as on every node; the one arriving at a class's node is not simulated.) On a full Frontier's ring this leaves a
+  // handful of nodes (on one switch, across switches, across groups) of thousands. Empty: keep every node.
+  // (Tested: same times as with every node simulated.)
   std::vector<char> representative_nodes(const GroupGeometry& geo) {
     const int dpn = c_.devices_per_node;
     if (!node_symmetry_ || geo.copies.empty() || geo.n / std::max(1, geo.w(geo.top - 1)) < kMinNodesForSymmetry ||
         c_.domain_ranks(geo.top) <= dpn) {
       return {};
     }
-    std::vector<char> keep(static_cast<std::size_t>(c_.nodes), 0);
-    std::vector<std::pair<int, int>> hops_of;  // (node, hops to the next node's member)
-    int fewest = std::numeric_limits<int>::max();
-    const auto& ranks = geo.copies[0];
-    const int step = geo.w(geo.top - 1);
-    for (int m = 0; m < geo.n; m += step) {
-      const int a = ranks[static_cast<std::size_t>(m)];
-      const int b = ranks[static_cast<std::size_t>((m + step) % geo.n)];
-      topo_.route(dev(a), dev(b), hops_);
-      const int h = static_cast<int>(hops_.size());
-      hops_of.emplace_back(a / dpn, h);
-      fewest = std::min(fewest, h);
+    // Every flow the collective may start (each level's ring, wrap-around included), by source node.
+    std::vector<std::vector<std::pair<int, int>>> flows_of(static_cast<std::size_t>(c_.nodes));
+    for (const auto& ranks : geo.copies) {
+      for (int l = 0; l <= geo.top; ++l) {
+        for (int m = 0; m < geo.n; ++m) {
+          const int q = geo.next(m, l, true);
+          if (q < 0) continue;
+          const int a = ranks[static_cast<std::size_t>(m)];
+          flows_of[static_cast<std::size_t>(a / dpn)].emplace_back(a, ranks[static_cast<std::size_t>(q)]);
+        }
+      }
     }
-    keep[static_cast<std::size_t>(hops_of.front().first)] = 1;
-    for (const auto& [node, h] : hops_of) {
-      if (h > fewest) keep[static_cast<std::size_t>(node)] = 1;
+    const std::size_t directions = 2 * topo_.link_count();
+    owner_.assign(directions, -1);   // the first node whose flows use a link direction
+    local_.assign(directions, -1);   // its index among that node's link directions
+    std::vector<char> keep(static_cast<std::size_t>(c_.nodes), 0);
+    std::vector<char> shared(static_cast<std::size_t>(c_.nodes), 0);
+    std::vector<std::vector<double>> signature(static_cast<std::size_t>(c_.nodes));
+    for (int node = 0; node < c_.nodes; ++node) {
+      const auto ni = static_cast<std::size_t>(node);
+      if (flows_of[ni].empty()) continue;
+      std::vector<double>& sig = signature[ni];
+      int distinct = 0;
+      for (const auto& [a, b] : flows_of[ni]) {
+        topo_.route(dev(a), dev(b), hops_);
+        sig.push_back(-1.0);  // between flows
+        for (const topology::Hop& h : hops_) {
+          const int dir = h.forward ? 0 : 1;
+          if (const int local = topo_.link_in_node(h.link).second; local >= 0) {
+            // inside a node (this one's or the next's, alike on every node): the template's link
+            sig.push_back(-3.0 - 2.0 * local - dir);
+            continue;
+          }
+          const auto k = static_cast<std::size_t>(2 * h.link + dir);
+          if (owner_[k] < 0) {
+            owner_[k] = node;
+            local_[k] = distinct++;
+          } else if (owner_[k] != node) {
+            shared[ni] = 1;
+            shared[static_cast<std::size_t>(owner_[k])] = 1;
+          }
+          sig.push_back(topo_.link_bandwidth_Bps(h.link));
+          sig.push_back(topo_.link_latency_s(h.link));
+          sig.push_back(owner_[k] == node ? local_[k] : -2.0);
+        }
+      }
+    }
+    std::map<std::vector<double>, int> classes;
+    for (int node = 0; node < c_.nodes; ++node) {
+      const auto ni = static_cast<std::size_t>(node);
+      if (flows_of[ni].empty()) continue;
+      if (shared[ni] || classes.emplace(std::move(signature[ni]), node).second) keep[ni] = 1;
     }
     return keep;
   }
@@ -351,6 +391,7 @@ class Planner {
   std::vector<double> scratch_;
   std::vector<int> touched_;
   std::vector<topology::Hop> hops_;
+  std::vector<int> owner_, local_;
 };
 
 // ------------------------------------------------------------------------------------------- simulation
