@@ -42,15 +42,6 @@ std::string trim(const std::string& v) {
 
 }  // namespace
 
-std::string csv_quoted(std::string_view s) {
-  std::string q = "\"";
-  for (char ch : s) {
-    if (ch == '"') q += '"';
-    q += ch;
-  }
-  return q + "\"";
-}
-
 CsvTable CsvTable::parse(const std::string& input, const std::string& file, bool repeated_columns) {
   // A UTF-8 byte-order mark (spreadsheet exports) is not part of the first column's name.
   const std::string text = input.rfind("\xEF\xBB\xBF", 0) == 0 ? input.substr(3) : input;

@@ -6,12 +6,12 @@
 #include <string_view>
 #include <vector>
 
+#include "sim/core/csv_text.hpp"
 #include "sim/core/errors.hpp"
 
 namespace shardsim::validate {
 
-/** @brief `s` as one quoted CSV field (RFC 4180: in double quotes, each quote doubled). */
-std::string csv_quoted(std::string_view s);
+using core::csv_quoted;  // sim/core/csv_text.hpp
 
 class CsvTable {
  public:

@@ -21,10 +21,10 @@
 
 #include "sim/cli/command_support.hpp"
 #include "sim/cli/sweep_mpi.hpp"
+#include "sim/core/csv_text.hpp"
 #include "sim/report/report.hpp"
 #include "sim/scenario/evaluate.hpp"
 #include "sim/scenario/text_file.hpp"
-#include "validate/csv_table.hpp"
 
 namespace shardsim::cli {
 namespace {
@@ -107,7 +107,7 @@ std::string csv_cell(const Json& v) {
   } else {
     s = v.dump();
   }
-  return s.find_first_of(",\"\n\r") == std::string::npos ? s : validate::csv_quoted(s);
+  return core::csv_field(s);
 }
 
 // The sweep a journal belongs to: the scenario file's bytes, so that a changed file does not resume into old rows.

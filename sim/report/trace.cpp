@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/core/csv_text.hpp"
 #include "sim/core/errors.hpp"
 
 namespace shardsim::report {
@@ -134,10 +135,9 @@ std::string host_link_csv(const scenario::Evaluation& ev) {
     if (t.kind != graph::TaskKind::kCopy) continue;
     const auto& tm = ev.run.timings[i];
     const double dur = tm.end_s - tm.start_s;
-    std::string purpose(graph::purpose_name(t.purpose));
-    std::replace(purpose.begin(), purpose.end(), ',', ';');
-    o += fmt::format("{},{},{},\"{}\",{:.9f},{:.9f},{:.0f},{:.3f}\n", g.roles()[t.role],
-                     t.stream == graph::Stream::kHostToDevice ? "h2d" : "d2h", graph::phase_name(t.phase), purpose,
+    o += fmt::format("{},{},{},{},{:.9f},{:.9f},{:.0f},{:.3f}\n", core::csv_field(g.roles()[t.role]),
+                     t.stream == graph::Stream::kHostToDevice ? "h2d" : "d2h", graph::phase_name(t.phase),
+                     core::csv_field(graph::purpose_name(t.purpose)),
                      tm.start_s, tm.end_s, t.bytes, dur > 0.0 ? t.bytes / dur / 1e9 : 0.0);
   }
   return o;
@@ -152,7 +152,7 @@ std::string memory_csv(const scenario::Evaluation& ev) {
   for (std::size_t r = 0; r < ev.run.memory.size(); ++r) {
     const graph::ResidentMemory resident = g.resident(static_cast<std::uint16_t>(r));
     for (const auto& m : ev.run.memory[r]) {
-      o += fmt::format("{},{:.9f},{:.0f}", g.roles()[r], m.time_s, m.bytes);
+      o += fmt::format("{},{:.9f},{:.0f}", core::csv_field(g.roles()[r]), m.time_s, m.bytes);
       for (const auto& [name, bytes] : memory_parts(resident, m)) o += fmt::format(",{:.0f}", bytes);
       o += fmt::format(",{:.0f}\n", ev.memory.host_bytes);
     }
