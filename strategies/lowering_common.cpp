@@ -1,6 +1,7 @@
 #include "strategies/lowering_common.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "sim/core/dtype.hpp"
@@ -91,6 +92,27 @@ double pageable_download_s(const core::HostSpec& host, int devices_per_node, dou
          (host.pageable_d2h.value() > 0.0 ? elements * from_bytes / host.pageable_d2h.value() : 0.0);
 }
 
+NvmeRates nvme_share(const core::ClusterSpec& cluster) {
+  const double n = std::max(1, cluster.devices_per_node);
+  return NvmeRates{cluster.host.nvme_read.value() / n, cluster.host.nvme_write.value() / n};
+}
+
+NvmeSwap nvme_optimizer_swap(const core::ClusterSpec& cluster, const core::PlanSpec& plan, double elements,
+                             double optimizer_k, double adam_bytes) {
+  const NvmeRates rates = nvme_share(cluster);
+  if (!(elements > 0.0) || !(rates.read > 0.0) || !(rates.write > 0.0)) return {};
+  const double groups = std::ceil(elements / plan.offload.sub_group);
+  const double e = elements / groups;
+  const double r = e * (optimizer_k + 4.0) / rates.read;
+  const double w = e * optimizer_k / rates.write;
+  const double share = cluster.host.memory_share(cluster.devices_per_node);
+  const double a = share > 0.0 ? adam_bytes / groups / share : 0.0;
+  if (!plan.offload.pipeline) return NvmeSwap{groups * r, groups * w};
+  // Pipelined: the first read and the last write stand alone; between them each step takes the longest of the
+  // three, CPU Adam's own time being the step's task.
+  return NvmeSwap{r + (groups - 1.0) * (std::max({r, a, w}) - a), w};
+}
+
 void lower_optimizer_step(graph::TaskGraph& g, const StepLowering& step) {
   using graph::Purpose;
   using graph::TaskId;
@@ -125,12 +147,26 @@ void lower_optimizer_step(graph::TaskGraph& g, const StepLowering& step) {
   std::optional<TaskId> upload;
   if (step.host_optimizer_bytes > 0.0) {
     // ZeRO-Offload: CPU Adam on the host's share, then the updated fp16 parameters back over the host link.
+    // DeepSpeed runs CPU Adam inside step(), after backward() has returned (no delayed update by default); the
+    // GPU's share of a partial offload (Twin-Flow) runs beside it. ZeRO-Infinity reads the sub-groups from NVMe
+    // first.
+    auto after_backward = [&](TaskId t) {
+      after_reductions(t);
+      if (step.backward_end) g.add_dep(t, *step.backward_end);
+    };
+    std::optional<TaskId> swap_in;
+    if (step.swap_in_s > 0.0) {
+      swap_in = g.add_host_work(step.role, Purpose::kOffload, graph::Phase::kOptimizer, core::Seconds(step.swap_in_s),
+                                -1, -1);
+      after_backward(*swap_in);
+    }
     const TaskId cpu = g.add_host_compute(step.role, graph::Stream::kHostCpu, Purpose::kOffload,
                                           core::Bytes(step.host_optimizer_bytes));
-    after_reductions(cpu);
-    // DeepSpeed runs CPU Adam inside step(), after backward() has returned (no delayed update by default); the
-    // GPU's share of a partial offload (Twin-Flow) runs beside it.
-    if (step.backward_end) g.add_dep(cpu, *step.backward_end);
+    if (swap_in) {
+      g.add_dep(cpu, *swap_in);
+    } else {
+      after_backward(cpu);
+    }
     // The 16-bit parameters are written from the fp32 ones: by a copy_ across devices and dtypes, converted on the
     // host into a pageable buffer and staged, then sent (DeepSpeed 0.14 stage3.py:2001
     // _reassign_or_swap_out_partitioned_parameters; ZeRO-1/2 too before 0.14.1), or the fp32 values sent from
@@ -140,6 +176,12 @@ void lower_optimizer_step(graph::TaskGraph& g, const StepLowering& step) {
       before = g.add_host_work(step.role, Purpose::kOffload, graph::Phase::kOptimizer, core::Seconds(step.upload_host_s),
                                -1, -1);
       g.add_dep(before, cpu);
+    }
+    if (step.swap_out_s > 0.0) {
+      // ... and go back to NVMe once updated (and their 16-bit values written where the parameters live).
+      const TaskId out = g.add_host_work(step.role, Purpose::kOffload, graph::Phase::kOptimizer,
+                                         core::Seconds(step.swap_out_s), -1, -1);
+      g.add_dep(out, before);
     }
     // (With the parameters offloaded too they are written in host memory, part of the host's work: no upload.)
     if (step.upload_bytes > 0.0) {

@@ -94,7 +94,31 @@ struct StepLowering {
   double upload_host_s = 0.0;
   /// ZeRO-Offload: device memory traffic after the copy (the fp32 values cast into the 16-bit parameters there)
   double upload_device_bytes = 0.0;
+  /// ZeRO-Infinity: the host's time reading the optimizer's sub-groups from NVMe before CPU Adam, and writing
+  /// them back after (nvme_optimizer_swap)
+  double swap_in_s = 0.0;
+  double swap_out_s = 0.0;
 };
+
+/** @brief One device's share of its node's NVMe rates (every device of the node swaps at once), bytes/s. */
+struct NvmeRates {
+  double read = 0.0;
+  double write = 0.0;
+};
+NvmeRates nvme_share(const core::ClusterSpec& cluster);
+
+/** @brief ZeRO-Infinity's optimizer step on one device as the host spends it: `elements` of the shard in
+ *  sub-groups of plan.offload.sub_group, each read from NVMe (the fp32 parameters, the optimizer's states and
+ *  the fp32 gradients: optimizer_k + 4 bytes), updated by CPU Adam (`adam_bytes` of host memory traffic for the
+ *  whole shard) and written back (optimizer_k bytes). One after another (PartitionedOptimizerSwapper), or with the
+ *  next read and the previous write beside each update (PipelinedOptimizerSwapper): r + a + w + (K - 1) x
+ *  max(r, a, w) for K sub-groups. `in_s` is what precedes CPU Adam, `out_s` what follows it. */
+struct NvmeSwap {
+  double in_s = 0.0;
+  double out_s = 0.0;
+};
+NvmeSwap nvme_optimizer_swap(const core::ClusterSpec& cluster, const core::PlanSpec& plan, double elements,
+                             double optimizer_k, double adam_bytes);
 
 /** @brief The host's time to copy `elements` fp32 host values into 16-bit device memory as PyTorch's copy_ does
  *  across devices and dtypes: converted on the CPU into a pageable temporary (read 4 bytes, write `to_bytes`, at the

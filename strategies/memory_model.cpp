@@ -44,9 +44,27 @@ ModelStates device_state_bytes(double psi, const core::PlanSpec& plan, double pa
 
 double host_state_bytes(double psi, const core::PlanSpec& plan, double optimizer_k, double param_bytes) {
   double host = 0.0;
-  if (plan.offload.optimizer) host += plan.offload.ratio * psi / plan.shards().optimizer * (optimizer_k + 4.0);
-  if (plan.offload.params) host += param_bytes * psi / plan.shards().params;
+  const double shard = plan.offload.ratio * psi / plan.shards().optimizer;
+  if (plan.offload.optimizer_nvme) {
+    // The swapper's pinned fp32 buffers, each of the largest sub-group (partitioned_optimizer_swapper.py:
+    // buffer_count x largest_numel), and the fp32 gradients of the sub-group being updated.
+    host += plan.offload.buffer_count * std::min(shard, plan.offload.sub_group) * 4.0;
+  } else if (plan.offload.optimizer) {
+    host += shard * (optimizer_k + 4.0);
+  }
+  if (plan.offload.params_nvme) {
+    host += std::min(psi / plan.shards().params, kNvmeParamBufferElements) * param_bytes;
+  } else if (plan.offload.params) {
+    host += param_bytes * psi / plan.shards().params;
+  }
   return host;
+}
+
+double nvme_state_bytes(double psi, const core::PlanSpec& plan, double optimizer_k, double param_bytes) {
+  double nvme = 0.0;
+  if (plan.offload.optimizer_nvme) nvme += plan.offload.ratio * psi / plan.shards().optimizer * (optimizer_k + 4.0);
+  if (plan.offload.params_nvme) nvme += param_bytes * psi / plan.shards().params;
+  return nvme;
 }
 
 bool assembles_units(const core::PlanSpec& plan) {
@@ -92,10 +110,12 @@ MemoryBreakdown rank_memory(const core::ModelSpec& model, const core::ClusterSpe
     return shard > 1 ? fmt::format("{} B/param /{}", bytes_per_param, shard) : fmt::format("{} B/param", bytes_per_param);
   };
   mb.items.push_back({"parameters", core::Bytes(st.params),
-                      plan.offload.params ? std::string("offloaded to the host") : note(pb, sh.params)});
+                      plan.offload.params ? std::string(plan.offload.params_nvme ? "offloaded to NVMe" : "offloaded to the host")
+                                          : note(pb, sh.params)});
   mb.items.push_back({"gradients", core::Bytes(st.grads), note(gb, sh.grads)});
   mb.items.push_back({"optimizer states", core::Bytes(st.optimizer),
-                      plan.offload.optimizer ? fmt::format("{:.0f}% offloaded to the host", 100.0 * plan.offload.ratio)
+                      plan.offload.optimizer ? fmt::format("{:.0f}% offloaded to {}", 100.0 * plan.offload.ratio,
+                                                           plan.offload.optimizer_nvme ? "NVMe" : "the host")
                                              : note(k, sh.optimizer)});
   if (sh.secondary > 0) {
     mb.items.push_back({"hpZ secondary parameters", core::Bytes(pb * params / sh.secondary),
@@ -141,7 +161,10 @@ MemoryBreakdown rank_memory(const core::ModelSpec& model, const core::ClusterSpe
   mb.capacity = cluster.device.hbm;
   mb.host_bytes = host_state_bytes(params, plan, k, pb);
   mb.host_capacity = cluster.host.memory.value() / cluster.devices_per_node;
-  mb.fits = mb.total <= mb.capacity && mb.host_bytes <= mb.host_capacity;
+  mb.nvme_bytes = nvme_state_bytes(params, plan, k, pb);
+  mb.nvme_capacity = cluster.host.nvme_capacity.value() / cluster.devices_per_node;
+  mb.fits = mb.total <= mb.capacity && mb.host_bytes <= mb.host_capacity &&
+            (mb.nvme_capacity <= 0.0 || mb.nvme_bytes <= mb.nvme_capacity);
   return mb;
 }
 

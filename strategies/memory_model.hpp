@@ -34,8 +34,15 @@ ModelStates sharded_state_bytes(double psi, const core::PartitionSpec& shards, d
 ModelStates device_state_bytes(double psi, const core::PlanSpec& plan, double param_bytes, double grad_bytes,
                                double optimizer_k);
 /** @brief Host memory one device's offload needs: its CPU share of the optimizer states plus fp32 gradients to
- *  accumulate into, and its parameter partition where parameters are offloaded. */
+ *  accumulate into, and its parameter partition where parameters are offloaded; where they are swapped to NVMe,
+ *  the pinned buffers the swapper holds instead. */
 double host_state_bytes(double psi, const core::PlanSpec& plan, double optimizer_k, double param_bytes);
+/** @brief NVMe one device's swap files take (ZeRO-Infinity): its optimizer states and fp32 gradients, and its
+ *  16-bit parameter partition where parameters are swapped too; 0 without NVMe offload. */
+double nvme_state_bytes(double psi, const core::PlanSpec& plan, double optimizer_k, double param_bytes);
+/** @brief DeepSpeed's pinned buffers for parameters swapped to NVMe: buffer_count (5) x buffer_size (1e8
+ *  elements) of 16-bit values (offload_config.py DeepSpeedZeroOffloadParamConfig defaults). */
+inline constexpr double kNvmeParamBufferElements = 5.0 * 1e8;
 
 struct MemoryItem {
   std::string name;
@@ -50,6 +57,8 @@ struct MemoryBreakdown {
   bool fits = true;  ///< device and host both fit
   double host_bytes = 0.0;     ///< host memory one device needs (ZeRO-Offload), 0 without offload
   double host_capacity = 0.0;  ///< the node's host memory divided among its devices
+  double nvme_bytes = 0.0;     ///< NVMe one device's swap files take (ZeRO-Infinity), 0 without
+  double nvme_capacity = 0.0;  ///< the node's NVMe divided among its devices; 0: not described (not checked)
   int stage = -1;  ///< with pipeline parallelism: the stage this breakdown is for (the one needing the most)
   [[nodiscard]] core::Bytes headroom() const { return capacity - total; }
 };

@@ -41,9 +41,10 @@ std::string describe_partition(const core::PlanSpec& plan) {
   if (plan.offload.optimizer) {
     core::PlanSpec on_device = plan;
     on_device.offload = core::OffloadSpec{};
-    return fmt::format("{} + offload{}{}", describe_partition(on_device),
+    return fmt::format("{} + offload{}{}{}", describe_partition(on_device),
                        plan.offload.ratio < 1.0 ? fmt::format(" {:.0f}%", 100.0 * plan.offload.ratio) : "",
-                       plan.offload.params ? " + parameters" : "");
+                       plan.offload.optimizer_nvme ? " to nvme" : "",
+                       plan.offload.params ? (plan.offload.params_nvme ? " + parameters to nvme" : " + parameters") : "");
   }
   const core::PartitionSpec s = plan.shards();
   const int n = plan.dp;
@@ -195,10 +196,20 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
       // partition_parameters.py all_gather_coalesced: ds_tensor.to(device, non_blocking=True) from pinned memory).
       std::optional<TaskId> staged;
       if (plan.offload.params) {
-        staged = g.add_copy(role, Stream::kHostToDevice, Purpose::kOffload,
-                            purpose == Purpose::kParamGatherBwd ? Phase::kBackward : Phase::kForward,
+        const Phase phase = purpose == Purpose::kParamGatherBwd ? Phase::kBackward : Phase::kForward;
+        std::optional<TaskId> read;
+        if (plan.offload.params_nvme) {
+          // ZeRO-Infinity: the partition read from its swap file into a pinned buffer first, by the host that issues
+          // the fetch (partitioned_param_coordinator.py __prefetch_nvme_param_partitions submits the reads when it
+          // prefetches; here the host thread spends their time, as it would wait for them where it runs no ahead).
+          read = g.add_host_work(role, Purpose::kOffload, phase,
+                                 core::Seconds(elements / shard * pb / nvme_share(cluster).read), unit, micro);
+          if (issued_by) g.add_dep(*read, *issued_by);
+        }
+        staged = g.add_copy(role, Stream::kHostToDevice, Purpose::kOffload, phase,
                             core::Bytes(elements / shard * pb), unit, micro);
         for (TaskId a : after) g.add_dep(*staged, a);
+        if (read) g.add_dep(*staged, *read);
       }
       const std::span<const TaskId> ready_after = staged ? std::span<const TaskId>(&*staged, 1) : after;
       std::optional<TaskId> gathered;
@@ -305,7 +316,15 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
         // converted on the host, which waits for it (a blocking copy) before it runs the backward on.
         copy(Stream::kDeviceToHost, share * gb);
         copy(Stream::kHostToDevice, share * gb);
-        if (boundary) {
+        if (boundary && plan.offload.optimizer_nvme) {
+          // ZeRO-Infinity: the gradients cast to fp32 on the device, sent to the swapper's pinned buffers and
+          // written to the sub-group's swap file (partition_grads -> optimizer_swapper.swap_out_gradients), the
+          // host waiting for the write.
+          kernel(share * (gb + 4.0));
+          copy(Stream::kDeviceToHost, share * 4.0);
+          chain(g.add_host_work(role, Purpose::kOffload, Phase::kBackward,
+                                core::Seconds(share * 4.0 / nvme_share(cluster).write), unit, micro));
+        } else if (boundary) {
           copy(Stream::kDeviceToHost, share * gb);
           const double fresh = bytes > 0.0 ? share * fill.fresh_bytes / bytes : 0.0;
           chain(g.add_host_work(
@@ -455,6 +474,16 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
     // unscale_and_clip_grads, stage_1_and_2.py the same: a read and a write of 4 bytes each).
     step.host_optimizer_bytes = optimizer_step_bytes(model, shard * plan.offload.ratio).value() +
                                 8.0 * shard * plan.offload.ratio;
+    if (plan.offload.optimizer_nvme) {
+      const NvmeSwap swap = nvme_optimizer_swap(cluster, plan, shard * plan.offload.ratio,
+                                                model.optimizer_bytes_per_param(), step.host_optimizer_bytes);
+      step.swap_in_s = swap.in_s;
+      step.swap_out_s = swap.out_s;
+    }
+    if (plan.offload.params_nvme) {
+      // The updated 16-bit partition back to its swap file (stage3.py _partitioned_params_swap_out).
+      step.swap_out_s += costs.params_per_rank / sh.params * pb / nvme_share(cluster).write;
+    }
     if (plan.offload.params) {
       // The 16-bit partition lives on the host: the fp32 master is copied into it there (a read and a write).
       step.host_optimizer_bytes += shard * (4.0 + pb);

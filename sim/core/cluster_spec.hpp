@@ -202,6 +202,13 @@ struct HostSpec {
   /// kernel zeroing the page, its unmapping when freed; kFittedPageFaultS): a pageable temporary above the
   /// allocator's mmap threshold (kMallocMmapThresholdMaxBytes) is faulted in by the driver's single copying thread.
   Seconds page_fault{kFittedPageFaultS};
+  /// The node's NVMe drives as ZeRO-Infinity's swap files reach them (DeepSpeed's asynchronous I/O), read and
+  /// write, shared by the node's devices, and their capacity; 0: the node has none described (no built-in
+  /// machine does: their drives' rates through a file system are not sourced).
+  BytesPerSec nvme_read{0.0};
+  BytesPerSec nvme_write{0.0};
+  Bytes nvme_capacity{0.0};
+  [[nodiscard]] bool has_nvme() const { return nvme_read.value() > 0.0 && nvme_write.value() > 0.0; }
 
   /** @brief The framework's host time for `fetches` fetch units holding `tensors` parameter tensors, one pass. */
   [[nodiscard]] Seconds hook_time(int fetches, int tensors) const {

@@ -91,6 +91,19 @@ struct OffloadSpec {
   /// each fetch copies the rank's partition to the device before gathering it, and CPU Adam writes the 16-bit
   /// partition in place on the host. Modelled with the optimizer offloaded as well.
   bool params = false;
+  /// ZeRO-Infinity (offload device nvme): the optimizer's fp32 states and gradients live in swap files on the
+  /// node's NVMe, read and written a sub-group at a time around CPU Adam in every step (deepspeed@v0.14.4
+  /// runtime/zero/stage3.py step: _prepare_sub_group, _optimizer_step, _release_sub_group); the parameters' 16-bit
+  /// partitions likewise, read before each fetch.
+  bool optimizer_nvme = false;
+  bool params_nvme = false;
+  /// offload_optimizer.pipeline_read / pipeline_write: the next sub-group read and the previous one written
+  /// while CPU Adam runs on the current one (PipelinedOptimizerSwapper); else one after another
+  bool pipeline = false;
+  /// offload_optimizer.buffer_count: pinned host buffers of one sub-group's fp32 values each (DeepSpeed: 4)
+  int buffer_count = 4;
+  /// zero_optimization.sub_group_size: elements updated per sub-group (DeepSpeed: 1e9)
+  double sub_group = 1e9;
   [[nodiscard]] bool any() const { return optimizer || params; }
 };
 

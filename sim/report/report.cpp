@@ -71,7 +71,7 @@ std::string plan_line(const scenario::Scenario& s, const scenario::Evaluation& e
 // The host link and the optimizer step of an offloaded run, for rank role `role`: bytes and busy time per direction,
 // how much of it compute hides, and where the time after the last backward goes (CPU optimizer, upload). Empty
 // where the role copies nothing or the run kept no timings.
-std::string host_link_section(const scenario::Evaluation& ev, std::uint16_t role) {
+std::string host_link_section(const scenario::Scenario& sc, const scenario::Evaluation& ev, std::uint16_t role) {
   const auto& g = ev.graph;
   if (ev.run.timings.size() != g.size()) return {};
   const auto& tasks = g.tasks();
@@ -137,6 +137,19 @@ std::string host_link_section(const scenario::Evaluation& ev, std::uint16_t role
     o += fmt::format("    {:<24}{:>12}  CPU optimizer and gradient staging on the host, {} of it after the last "
                      "backward\n",
                      "host CPU", core::format_seconds(core::Seconds(cpu)), core::format_seconds(core::Seconds(cpu_after)));
+  }
+  const auto& off = sc.plan.offload;
+  if (off.optimizer_nvme || off.params_nvme) {
+    const double n = sc.cluster.devices_per_node;
+    o += fmt::format("    {:<24}{:>12}  read {:.2f} GB/s, write {:.2f} GB/s per device (the node's drives shared by {}): "
+                     "{}{}{} (part of the host's time)\n",
+                     "NVMe (swap files)", "", sc.cluster.host.nvme_read.value() / n / 1e9,
+                     sc.cluster.host.nvme_write.value() / n / 1e9, sc.cluster.devices_per_node,
+                     off.optimizer_nvme ? "the fp32 gradients written at the boundary, the optimizer's sub-groups read "
+                                          "before CPU Adam and written after"
+                                        : "",
+                     off.optimizer_nvme && off.params_nvme ? "; " : "",
+                     off.params_nvme ? "each fetch's parameter partition read first, the updated one written" : "");
   }
   const double step = ev.run.iteration_time.value() - last_backward;
   if (step > 0.0) {
@@ -286,7 +299,7 @@ std::string render_table(const scenario::Scenario& s, const scenario::Evaluation
     for (std::size_t l = 0; l < c.levels.size(); ++l) {
       o += fmt::format("    {:<24}{:>12}\n", c.levels[l].name, fmt::format("{:.3f} GB", r.bytes_by_level[l] / 1e9));
     }
-    o += host_link_section(ev, static_cast<std::uint16_t>(ri));
+    o += host_link_section(s, ev, static_cast<std::uint16_t>(ri));
     o += "\n";
   }
 
@@ -300,8 +313,19 @@ std::string render_table(const scenario::Scenario& s, const scenario::Evaluation
     o += fmt::format("  {:<26}{:>12}   of {} (the node's host memory shared by {} devices)\n", "host (offloaded)",
                      gib(ev.memory.host_bytes), gib(ev.memory.host_capacity), c.devices_per_node);
   }
+  if (ev.memory.nvme_bytes > 0.0) {
+    o += ev.memory.nvme_capacity > 0.0
+             ? fmt::format("  {:<26}{:>12}   of {} (the node's NVMe shared by {} devices)\n", "NVMe (swap files)",
+                           gib(ev.memory.nvme_bytes), gib(ev.memory.nvme_capacity), c.devices_per_node)
+             : fmt::format("  {:<26}{:>12}   (the node's NVMe capacity not given: not checked)\n", "NVMe (swap files)",
+                           gib(ev.memory.nvme_bytes));
+  }
   if (ev.memory.fits) {
     o += fmt::format("  verdict: FITS, {} headroom\n", gib(ev.memory.headroom().value()));
+  } else if (ev.memory.headroom().value() >= 0.0 && ev.memory.nvme_capacity > 0.0 &&
+             ev.memory.nvme_bytes > ev.memory.nvme_capacity) {
+    o += fmt::format("  verdict: DOES NOT FIT on the node's NVMe, short by {}\n",
+                     gib(ev.memory.nvme_bytes - ev.memory.nvme_capacity));
   } else if (ev.memory.headroom().value() >= 0.0) {
     o += fmt::format("  verdict: DOES NOT FIT in host memory, short by {}\n",
                      gib(ev.memory.host_bytes - ev.memory.host_capacity));
@@ -467,6 +491,9 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
                     {"pageable_d2h_Bps", c.host.pageable_d2h.value()},
                     {"pageable_h2d_Bps", c.host.pageable_h2d.value()},
                     {"page_fault_s", c.host.page_fault.value()},
+                    {"nvme_read_Bps", c.host.nvme_read.value()},
+                    {"nvme_write_Bps", c.host.nvme_write.value()},
+                    {"nvme_capacity_bytes", c.host.nvme_capacity.value()},
                     {"hook_source", c.host.hook_source}}},
                   {"levels", levels},
                   {"collective_library",
@@ -508,6 +535,8 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
                  {"capacity_bytes", ev.memory.capacity.value()},
                  {"host_bytes", ev.memory.host_bytes},
                  {"host_capacity_bytes", ev.memory.host_capacity},
+                 {"nvme_bytes", ev.memory.nvme_bytes},
+                 {"nvme_capacity_bytes", ev.memory.nvme_capacity},
                  {"fits", ev.memory.fits}};
   j["engine"] = engine::engine_name(s.engine);
   if (s.engine == engine::EngineKind::kSimGrid) {

@@ -111,19 +111,34 @@ DeepSpeedPlan parse_deepspeed_config(const std::string& text, const std::string&
     return out;
   }
   if (!z.is_object()) throw core::ConfigError(where, "zero_optimization", "expected an object");
-  auto offload_to_cpu = [&](const json& v, const std::string& path, const char* plan_key) {
+  auto offload_to = [&](const json& v, const std::string& path, const char* plan_key) {
     if (!v.is_object()) throw core::ConfigError(where, path, "expected an object");
     const std::string device = v.contains("device") && v["device"].is_string() ? v["device"].get<std::string>() : "none";
-    if (device == "cpu") {
+    const bool optimizer = std::string(plan_key) == "offload_optimizer";
+    if (device == "cpu" || device == "nvme") {
       YAML::Node node(YAML::NodeType::Map);
-      node["device"] = "cpu";
-      if (v.contains("ratio") && std::string(plan_key) == "offload_optimizer") {
+      node["device"] = device;
+      if (v.contains("ratio") && optimizer) {
         if (!v["ratio"].is_number()) throw core::ConfigError(where, path + ".ratio", "expected a number");
         node["ratio"] = fmt::format("{}", v["ratio"].get<double>());
       }
+      if (device == "nvme" && optimizer) {
+        // The swapper's buffers and pipelining (offload_config.py DeepSpeedZeroOffloadOptimizerConfig).
+        if (v.contains("buffer_count")) {
+          if (!v["buffer_count"].is_number_integer()) {
+            throw core::ConfigError(where, path + ".buffer_count", "expected an integer");
+          }
+          node["buffer_count"] = std::to_string(v["buffer_count"].get<long long>());
+        }
+        for (const char* key : {"pipeline_read", "pipeline_write"}) {
+          if (!v.contains(key)) continue;
+          if (!v[key].is_boolean()) throw core::ConfigError(where, path + "." + key, "expected true or false");
+          node[key] = v[key].get<bool>() ? "true" : "false";
+        }
+      }
       out.overrides.push_back(PlanOverride{plan_key, node, where, path});
     } else if (device != "none") {
-      throw core::ConfigError(where, path + ".device", fmt::format("{} offload is not modelled; use cpu", device));
+      throw core::ConfigError(where, path + ".device", fmt::format("expected cpu, nvme or none, got '{}'", device));
     }
   };
   for (const auto& item : z.items()) {
@@ -180,16 +195,30 @@ DeepSpeedPlan parse_deepspeed_config(const std::string& text, const std::string&
       // DeepSpeed uses -1 for "off".
       if (!(v.is_number_integer() && v.get<long long>() <= 0)) add("mics_shard_size", std::to_string(count(v, path)), path);
     } else if (key == "offload_optimizer") {
-      offload_to_cpu(v, path, "offload_optimizer");
+      offload_to(v, path, "offload_optimizer");
     } else if (key == "offload_param") {
-      offload_to_cpu(v, path, "offload_param");
+      offload_to(v, path, "offload_param");
     } else if (key == "cpu_offload" || key == "cpu_offload_param") {
       // The deprecated switches (config.py: new_param offload_optimizer / offload_param, device cpu).
       if (flag(v, path) == "true") {
-        offload_to_cpu(json{{"device", "cpu"}}, path, key == "cpu_offload" ? "offload_optimizer" : "offload_param");
+        offload_to(json{{"device", "cpu"}}, path, key == "cpu_offload" ? "offload_optimizer" : "offload_param");
       }
+    } else if (key == "sub_group_size") {
+      // The sub-groups ZeRO-3 updates one at a time: they matter where they are swapped to NVMe, below.
+      (void)count(v, path);
     } else {
       out.ignored.push_back(path);
+    }
+  }
+  const bool nvme = std::any_of(out.overrides.begin(), out.overrides.end(), [](const PlanOverride& o) {
+    return o.plan_key == "offload_optimizer" && o.value["device"] && o.value["device"].as<std::string>() == "nvme";
+  });
+  if (z.contains("sub_group_size")) {
+    if (nvme) {
+      add("sub_group_size", std::to_string(count(z["sub_group_size"], "zero_optimization.sub_group_size")),
+          "zero_optimization.sub_group_size");
+    } else {
+      out.ignored.push_back("zero_optimization.sub_group_size");
     }
   }
   return out;
@@ -252,10 +281,21 @@ DeepSpeedExport deepspeed_config_of(const Scenario& s) {
   if (p.quantization.weights) z["zero_quantized_weights"] = true;
   if (p.quantization.gradients) z["zero_quantized_gradients"] = true;
   if (p.offload.optimizer) {
-    z["offload_optimizer"] = {{"device", "cpu"}};
+    z["offload_optimizer"] = {{"device", p.offload.optimizer_nvme ? "nvme" : "cpu"}};
     if (p.offload.ratio != 1.0) z["offload_optimizer"]["ratio"] = p.offload.ratio;
+    if (p.offload.optimizer_nvme) {
+      // DeepSpeed needs the folder of the swap files; the user names theirs.
+      z["offload_optimizer"]["nvme_path"] = "/local_nvme";
+      z["offload_optimizer"]["buffer_count"] = p.offload.buffer_count;
+      z["offload_optimizer"]["pipeline_read"] = p.offload.pipeline;
+      z["offload_optimizer"]["pipeline_write"] = p.offload.pipeline;
+      z["sub_group_size"] = static_cast<long long>(p.offload.sub_group);
+    }
   }
-  if (p.offload.params) z["offload_param"] = {{"device", "cpu"}};
+  if (p.offload.params) {
+    z["offload_param"] = {{"device", p.offload.params_nvme ? "nvme" : "cpu"}};
+    if (p.offload.params_nvme) z["offload_param"]["nvme_path"] = "/local_nvme";
+  }
   nlohmann::ordered_json j;
   j["train_batch_size"] = p.global_batch;
   j["train_micro_batch_size_per_gpu"] = p.micro_batch;

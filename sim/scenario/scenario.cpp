@@ -145,8 +145,11 @@ void apply_device(const ConfigNode& n, core::DeviceSpec& d) {
 void apply_host(const ConfigNode& n, core::HostSpec& h) {
   n.expect_map({"memory", "memory_bandwidth", "link_bandwidth", "fetch_hook", "tensor_hook", "module_hook", "block_forward",
                 "block_backward", "megatron_block_forward", "megatron_block_backward", "rank_slice", "pageable_d2h",
-                "pageable_h2d", "page_fault", "memory_efficiency"});
+                "pageable_h2d", "page_fault", "memory_efficiency", "nvme_read", "nvme_write", "nvme_capacity"});
   if (auto v = n.find("memory")) h.memory = v->as_bytes();
+  if (auto v = n.find("nvme_read")) h.nvme_read = v->as_bandwidth();
+  if (auto v = n.find("nvme_write")) h.nvme_write = v->as_bandwidth();
+  if (auto v = n.find("nvme_capacity")) h.nvme_capacity = v->as_bytes();
   if (auto v = n.find("memory_bandwidth")) h.memory_bandwidth = v->as_bandwidth();
   if (auto v = n.find("link_bandwidth")) h.link_bandwidth = v->as_bandwidth();
   if (auto v = n.find("memory_efficiency")) h.memory_efficiency = v->as_fraction();
@@ -493,16 +496,16 @@ core::ClusterSpec parse_cluster(const ConfigNode& n) {
 // Plan values that name network levels ("node", "all") can only be resolved once the cluster is known.
 struct PlanDeferred {
   std::optional<ConfigNode> params, grads, optimizer, secondary, mics, hops, hierarchy, qwz, qgz, compression, offload,
-      offload_param;
+      offload_param, sub_group;
 };
 
-// An offload map's device: cpu (true) or none (false); NVMe refused. Pinned or not, the copies run at the host
-// link's rate here.
-bool offloads_to_cpu(const ConfigNode& o) {
+// An offload map's device: cpu, nvme (ZeRO-Infinity's swap files) or none. Pinned or not, the copies run at the
+// host link's rate here.
+std::string offload_device(const ConfigNode& o) {
   const std::string device = o.get("device").as_choice({"cpu", "none", "nvme"});
-  if (device == "nvme") o.get("device").fail("NVMe offload is not modelled by this version of shardsim; use cpu");
   (void)o.find("pin_memory");
-  return device == "cpu";
+  if (auto v = o.find("nvme_path")) (void)v->as_string();  // where the swap files go: no bearing on the time
+  return device;
 }
 
 core::PlanSpec parse_plan(const ConfigNode& n, PlanDeferred& later) {
@@ -513,7 +516,7 @@ core::PlanSpec parse_plan(const ConfigNode& n, PlanDeferred& later) {
                 "flash_attention", "collective_algorithm", "workspace", "partition", "mics_shard_size",
                 "zero_hpz_partition_size", "zero_quantized_weights", "zero_quantized_gradients",
                 "quantization_block", "qgz_hops", "hierarchy", "virtual_stages", "sequence_parallel",
-                "compression", "offload_optimizer", "offload_param", "framework"});
+                "compression", "offload_optimizer", "offload_param", "sub_group_size", "framework"});
   core::PlanSpec p;
   if (auto v = n.find("dp")) p.dp = v->as_positive_int();
   if (auto v = n.find("tp")) p.tp = v->as_positive_int();
@@ -557,15 +560,30 @@ core::PlanSpec parse_plan(const ConfigNode& n, PlanDeferred& later) {
   later.hierarchy = n.find("hierarchy");
   later.compression = n.find("compression");
   if (auto o = n.find("offload_optimizer")) {
-    o->expect_map({"device", "ratio", "pin_memory"});
-    p.offload.optimizer = offloads_to_cpu(*o);
+    o->expect_map({"device", "ratio", "pin_memory", "nvme_path", "buffer_count", "pipeline_read", "pipeline_write"});
+    const std::string device = offload_device(*o);
+    p.offload.optimizer = device != "none";
+    p.offload.optimizer_nvme = device == "nvme";
     if (auto r = o->find("ratio")) p.offload.ratio = r->as_fraction();
+    if (auto v = o->find("buffer_count")) p.offload.buffer_count = static_cast<int>(v->as_int(1, 1024));
+    for (const char* key : {"pipeline_read", "pipeline_write"}) {
+      if (auto v = o->find(key)) p.offload.pipeline = p.offload.pipeline || v->as_bool();
+    }
     later.offload = o;
   }
   if (auto o = n.find("offload_param")) {
-    o->expect_map({"device", "pin_memory"});
-    p.offload.params = offloads_to_cpu(*o);
+    o->expect_map({"device", "pin_memory", "nvme_path", "buffer_count", "buffer_size", "max_in_cpu"});
+    const std::string device = offload_device(*o);
+    p.offload.params = device != "none";
+    p.offload.params_nvme = device == "nvme";
+    for (const char* key : {"buffer_count", "buffer_size", "max_in_cpu"}) {
+      if (auto v = o->find(key)) (void)v->as_int(0, std::numeric_limits<long long>::max());
+    }
     later.offload_param = o;
+  }
+  if (auto v = n.find("sub_group_size")) {
+    p.offload.sub_group = static_cast<double>(v->as_int(1, std::numeric_limits<long long>::max()));
+    later.sub_group = v;
   }
   if (auto v = n.find("quantization_block")) p.quantization.block = v->as_positive_int();
   return p;
@@ -828,13 +846,27 @@ void resolve_and_check(Scenario& s, const ConfigNode& root, const PlanDeferred& 
         s.cluster.host.memory.value() <= 0.0) {
       o.fail(fmt::format("cluster '{}' describes no host (memory, memory_bandwidth, link_bandwidth)", s.cluster.name));
     }
+    if (p.offload.optimizer_nvme && p.zero_stage != 3) {
+      o.get("device").fail("NVMe offload of the optimizer needs zero_stage 3 (DeepSpeed swaps ZeRO-3's sub-groups)");
+    }
+  }
+  if ((p.offload.optimizer_nvme || p.offload.params_nvme) && !s.cluster.host.has_nvme()) {
+    const ConfigNode& o = p.offload.optimizer_nvme ? *later.offload : *later.offload_param;
+    o.get("device").fail(fmt::format(
+        "a cluster whose host has NVMe: cluster '{}' describes none (cluster.host.nvme_read, nvme_write, and "
+        "nvme_capacity: the node's drives as a file system's asynchronous I/O reaches them)",
+        s.cluster.name));
+  }
+  if (later.sub_group && !p.offload.optimizer_nvme) {
+    later.sub_group->fail("sub_group_size sets the sub-groups NVMe offload swaps (offload_optimizer: {device: nvme})");
   }
   if (p.offload.params) {
     const ConfigNode& o = *later.offload_param;
     // DeepSpeed offloads parameters only where ZeRO-3 partitions them (offload_param is a stage 3 option).
     if (p.zero_stage != 3) o.fail("parameter offload needs zero_stage 3 (DeepSpeed offloads ZeRO-3's partitions)");
     if (!p.offload.optimizer || p.offload.ratio < 1.0) {
-      o.fail("parameter offload is modelled with the whole optimizer offloaded too (offload_optimizer: {device: cpu})");
+      o.fail("parameter offload is modelled with the whole optimizer offloaded too (offload_optimizer: {device: cpu} "
+             "or nvme)");
     }
     if (p.quantization.weights || p.quantization.gradients || p.shards().secondary > 0) {
       o.fail("parameter offload with ZeRO++ (qwZ, qgZ, hpZ) is not modelled");
@@ -1239,13 +1271,17 @@ std::string cluster_to_yaml(const core::ClusterSpec& c) {
   o += fmt::format("host: {{memory: {}, memory_bandwidth: {}GB/s, link_bandwidth: {}GB/s, fetch_hook: {}us, "
                    "tensor_hook: {}us, module_hook: {}us, block_forward: {}us, block_backward: {}us, megatron_block_forward: {}us, "
                    "megatron_block_backward: {}us, rank_slice: {}us, pageable_d2h: {}GB/s, pageable_h2d: {}GB/s, "
-                   "page_fault: {}us, memory_efficiency: {}}}\n",
+                   "page_fault: {}us, memory_efficiency: {}{}}}\n",
                    yaml_bytes(c.host.memory.value()), c.host.memory_bandwidth.value() / 1e9,
                    c.host.link_bandwidth.value() / 1e9, c.host.fetch_hook.value() * 1e6, c.host.tensor_hook.value() * 1e6,
                    c.host.module_hook.value() * 1e6, c.host.block_forward.value() * 1e6, c.host.block_backward.value() * 1e6,
                    c.host.megatron_block_forward.value() * 1e6, c.host.megatron_block_backward.value() * 1e6,
                    c.host.rank_slice.value() * 1e6, c.host.pageable_d2h.value() / 1e9, c.host.pageable_h2d.value() / 1e9,
-                   c.host.page_fault.value() * 1e6, c.host.memory_efficiency);
+                   c.host.page_fault.value() * 1e6, c.host.memory_efficiency,
+                   c.host.has_nvme() ? fmt::format(", nvme_read: {}GB/s, nvme_write: {}GB/s, nvme_capacity: {}",
+                                                   c.host.nvme_read.value() / 1e9, c.host.nvme_write.value() / 1e9,
+                                                   yaml_bytes(c.host.nvme_capacity.value()))
+                                     : std::string());
   o += "network:\n";
   for (std::size_t i = 0; i < c.levels.size(); ++i) {
     const auto& l = c.levels[i];
@@ -1303,8 +1339,16 @@ std::string plan_to_yaml(const core::PlanSpec& p, const core::ClusterSpec& clust
   if (p.overlap_comm) o += fmt::format("overlap_comm: {}\n", *p.overlap_comm);
   o += fmt::format("use_multi_rank_bucket_allreduce: {}\ncollective_algorithm: {}\n", p.bucket_all_reduce,
                    core::algorithm_name(p.algorithm));
-  if (p.offload.optimizer) o += fmt::format("offload_optimizer: {{device: cpu, ratio: {}}}\n", p.offload.ratio);
-  if (p.offload.params) o += "offload_param: {device: cpu}\n";
+  if (p.offload.optimizer) {
+    o += fmt::format("offload_optimizer: {{device: {}, ratio: {}", p.offload.optimizer_nvme ? "nvme" : "cpu",
+                     p.offload.ratio);
+    if (p.offload.optimizer_nvme) {
+      o += fmt::format(", buffer_count: {}, pipeline_read: {}", p.offload.buffer_count, p.offload.pipeline);
+    }
+    o += "}\n";
+    if (p.offload.optimizer_nvme) o += fmt::format("sub_group_size: {:.0f}\n", p.offload.sub_group);
+  }
+  if (p.offload.params) o += fmt::format("offload_param: {{device: {}}}\n", p.offload.params_nvme ? "nvme" : "cpu");
   const auto& c = p.compression;
   if (c.gradients.on() || c.parameters.on() || c.tensor.on() || c.pipeline.on()) {
     o += fmt::format("compression:\n  gradients: {}\n  parameters: {}\n  tensor: {}\n  pipeline: {}\n",

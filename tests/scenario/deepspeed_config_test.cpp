@@ -102,6 +102,39 @@ TEST(DeepSpeedConfig, ParameterOffloadBecomesThePlan) {
   EXPECT_FALSE(parse_scenarios(kScenario, "s.yaml").at(0).plan.offload.params);
 }
 
+// ZeRO-Infinity on NVMe: the device, the swapper's pipelining and the sub-groups become the plan (the machine must
+// have drives: the scenario's host describes them).
+TEST(DeepSpeedConfig, NvmeOffloadBecomesThePlan) {
+  const std::string scenario = "name: s\nmodel: llama2-7b\ncluster: {preset: dgx-h100, nodes: 1, host: {nvme_read: 24GB/s, "
+                               "nvme_write: 12GB/s}}\nplan: {micro_batch: 1}\n";
+  const auto ds = parse_deepspeed_config(R"({"zero_optimization": {"stage": 3, "sub_group_size": 5e8,
+      "offload_optimizer": {"device": "nvme", "nvme_path": "/local_nvme", "pipeline_read": true, "buffer_count": 6},
+      "offload_param": {"device": "nvme", "nvme_path": "/local_nvme"}}})",
+                                         "ds.json");
+  const auto s = parse_scenarios(scenario, "s.yaml", ds.overrides).at(0);
+  EXPECT_TRUE(s.plan.offload.optimizer_nvme);
+  EXPECT_TRUE(s.plan.offload.params_nvme);
+  EXPECT_TRUE(s.plan.offload.pipeline);
+  EXPECT_EQ(s.plan.offload.buffer_count, 6);
+  EXPECT_DOUBLE_EQ(s.plan.offload.sub_group, 5e8);
+  // ... and back: the config written for the plan says the same.
+  const DeepSpeedExport out = deepspeed_config_of(s);
+  ASSERT_TRUE(out.refusal.empty()) << out.refusal;
+  const auto back = parse_scenarios(scenario, "s.yaml", parse_deepspeed_config(out.json, "out.json").overrides).at(0);
+  EXPECT_EQ(back.plan.offload.optimizer_nvme, true);
+  EXPECT_EQ(back.plan.offload.params_nvme, true);
+  EXPECT_EQ(back.plan.offload.pipeline, true);
+  EXPECT_DOUBLE_EQ(back.plan.offload.sub_group, 5e8);
+  // Without NVMe offload sub_group_size changes nothing.
+  EXPECT_DOUBLE_EQ(parse_scenarios(scenario, "s.yaml",
+                                   parse_deepspeed_config(R"({"zero_optimization": {"stage": 3, "sub_group_size": 5e8}})",
+                                                          "ds.json")
+                                       .overrides)
+                       .at(0)
+                       .plan.offload.sub_group,
+                   1e9);
+}
+
 void expect_error(const std::string& json, const std::string& key, const std::string& fragment) {
   try {
     const auto ds = parse_deepspeed_config(json, "ds.json");
@@ -185,10 +218,13 @@ TEST(DeepSpeedConfig, ErrorsNameTheDeepSpeedKey) {
                "needs zero_stage 3");
   expect_error(R"({"zero_optimization": {"stage": 3, "offload_param": {"device": "cpu"}}})",
                "zero_optimization.offload_param", "optimizer offloaded too");
-  expect_error(R"({"zero_optimization": {"stage": 3, "offload_param": {"device": "nvme"}}})",
-               "zero_optimization.offload_param.device", "not modelled");
+  // NVMe offload needs the machine's drives described, and ZeRO-3; a device DeepSpeed does not know is refused.
+  expect_error(R"({"zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu"}, "offload_param": {"device": "nvme"}}})",
+               "zero_optimization.offload_param.device", "cluster.host.nvme_read");
   expect_error(R"({"zero_optimization": {"offload_optimizer": {"device": "nvme"}}})",
-               "zero_optimization.offload_optimizer.device", "not modelled");
+               "zero_optimization.offload_optimizer.device", "needs zero_stage 3");
+  expect_error(R"({"zero_optimization": {"stage": 3, "offload_optimizer": {"device": "disk"}}})",
+               "zero_optimization.offload_optimizer.device", "expected cpu, nvme or none");
   expect_error(R"({"zero_optimization": {"stage": 1, "offload_optimizer": {"device": "cpu", "ratio": 1.5}}})",
                "zero_optimization.offload_optimizer.ratio", "fraction");
   expect_error("{\n  \"zero_optimization\": {\n    \"stage\": 3,\n  }\n}", "", "invalid JSON");

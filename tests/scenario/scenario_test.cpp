@@ -402,8 +402,30 @@ TEST(ScenarioOffload, RulesAndErrors) {
   EXPECT_FALSE(s.plan.is_plain_zero());
   expect_error(replace(base, "zero_stage: 2", "zero_stage: 0") + "  offload_optimizer: {device: cpu}\n",
                {5, 22, "plan.offload_optimizer", "needs sharded optimizer states"});
-  expect_error(base + "  offload_optimizer: {device: nvme}\n", {5, 31, "plan.offload_optimizer.device", "NVMe"});
+  expect_error(base + "  offload_optimizer: {device: nvme}\n", {5, 31, "plan.offload_optimizer.device", "zero_stage 3"});
   expect_error(base + "  offload_optimizer: {device: cpu, ratio: 2}\n", {5, 43, "plan.offload_optimizer.ratio", "(0, 1]"});
+}
+
+// ZeRO-Infinity: the optimizer (and the parameters) in swap files on the node's NVMe, which the cluster must
+// describe; sub_group_size only where the optimizer is swapped.
+TEST(ScenarioOffload, NvmeNeedsTheNodesDrives) {
+  const std::string base = "model: llama2-7b\ncluster: {preset: dgx-h100, nodes: 1}\nplan:\n  zero_stage: 3\n";
+  expect_error(base + "  offload_optimizer: {device: nvme}\n",
+               {5, 31, "plan.offload_optimizer.device", "cluster.host.nvme_read"});
+  expect_error(base + "  offload_optimizer: {device: cpu}\n  sub_group_size: 100000000\n",
+               {6, 19, "plan.sub_group_size", "device: nvme"});
+  const std::string drives = replace(base, "nodes: 1}", "nodes: 1, host: {nvme_read: 24GB/s, nvme_write: 12GB/s}}");
+  const auto s = parse_scenarios(drives + "  offload_optimizer: {device: nvme, nvme_path: /local_nvme, buffer_count: 5, "
+                                          "pipeline_read: true}\n  offload_param: {device: nvme}\n  sub_group_size: 200000000\n",
+                                 "s.yaml")
+                     .at(0);
+  EXPECT_TRUE(s.plan.offload.optimizer && s.plan.offload.optimizer_nvme && s.plan.offload.pipeline);
+  EXPECT_TRUE(s.plan.offload.params && s.plan.offload.params_nvme);
+  EXPECT_EQ(s.plan.offload.buffer_count, 5);
+  EXPECT_DOUBLE_EQ(s.plan.offload.sub_group, 2e8);
+  EXPECT_DOUBLE_EQ(s.cluster.host.nvme_read.value(), 24e9);
+  expect_error(drives + "  offload_optimizer: {device: nvme, pipeline: true}\n",
+               {5, 37, "plan.offload_optimizer.pipeline", "unknown key"});
 }
 
 }  // namespace
@@ -454,6 +476,10 @@ TEST(ScenarioYamlDump, PlansRoundTripThroughTheirScenarioFile) {
       EXPECT_EQ(a.hierarchy_levels, b.hierarchy_levels) << where;
       EXPECT_EQ(a.offload.optimizer, b.offload.optimizer) << where;
       EXPECT_EQ(a.offload.params, b.offload.params) << where;
+      EXPECT_EQ(a.offload.optimizer_nvme, b.offload.optimizer_nvme) << where;
+      EXPECT_EQ(a.offload.params_nvme, b.offload.params_nvme) << where;
+      EXPECT_EQ(a.offload.pipeline, b.offload.pipeline) << where;
+      EXPECT_EQ(a.offload.sub_group, b.offload.sub_group) << where;
       EXPECT_EQ(a.compression.gradients.codec, b.compression.gradients.codec) << where;
       EXPECT_EQ(a.compression.parameters.ratio, b.compression.parameters.ratio) << where;
       EXPECT_EQ(a.compression.gradients.compress.value(), b.compression.gradients.compress.value()) << where;

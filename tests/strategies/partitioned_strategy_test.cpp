@@ -182,6 +182,42 @@ TEST(Offload, MovesTheOptimizerToTheHostAndEightPsiOverPcie) {
   EXPECT_EQ(describe_partition(c.plan), "zero-2 + offload");
 }
 
+// ZeRO-Infinity with the optimizer on NVMe (DeepSpeed 0.14 stage3.py step): each sub-group's fp32 parameters,
+// momentum, variance and gradients read before CPU Adam and written back after, the fp32 gradients written at the
+// boundary; the host keeps only the swapper's buffers. Slower drives take longer; the pipelined swapper hides
+// the reads and writes behind CPU Adam where there are several sub-groups.
+TEST(Offload, NvmeSwapsTheOptimizerAroundCpuAdam) {
+  Case c(1, 3, 1);
+  c.resolve_zero();
+  c.plan.offload.optimizer = true;
+  c.plan.offload.optimizer_nvme = true;
+  c.cluster.host.nvme_read = core::BytesPerSec(24e9);
+  c.cluster.host.nvme_write = core::BytesPerSec(12e9);
+  const ModelCosts costs = compute_model_costs(c.model, c.plan);
+  const double n = c.cluster.total_devices(), psi = costs.params_per_rank;
+  const auto mb = estimate_memory(c.model, c.cluster, c.plan, costs);
+  EXPECT_NEAR(mb.nvme_bytes, (12.0 + 4.0) * psi / n, 1.0);
+  EXPECT_NEAR(mb.host_bytes, 4.0 * 4.0 * psi / n, 1.0);  // 4 buffers of the one sub-group's fp32 values
+  EXPECT_EQ(describe_partition(c.plan), "zero-3 + offload to nvme");
+  const double with_nvme = c.run(PartitionedStrategy()).time;
+  // The swap's share: read 16 and write 12 bytes per element in the step, 4 more written at the boundary, at the
+  // device's share of the node's drives.
+  const double per = c.cluster.devices_per_node;
+  const double swap = psi / n * (16.0 / (24e9 / per) + 16.0 / (12e9 / per));
+  Case cpu = c;
+  cpu.plan.offload.optimizer_nvme = false;
+  EXPECT_NEAR(with_nvme - cpu.run(PartitionedStrategy()).time, swap, 0.35 * swap);
+  Case slow = c;
+  slow.cluster.host.nvme_read = core::BytesPerSec(6e9);
+  slow.cluster.host.nvme_write = core::BytesPerSec(3e9);
+  EXPECT_GT(slow.run(PartitionedStrategy()).time, with_nvme + 2.0 * swap);
+  Case pipelined = c;
+  pipelined.plan.offload.sub_group = psi / n / 8.0;
+  const double serial = pipelined.run(PartitionedStrategy()).time;
+  pipelined.plan.offload.pipeline = true;
+  EXPECT_LT(pipelined.run(PartitionedStrategy()).time, serial);
+}
+
 // ZeRO-Offload's own case, a large model on one GPU: the gradients still leave by bucket during backward, and CPU
 // Adam runs after backward (DeepSpeed's step(); no delayed update), however short the backward is. (The
 // offload-polaris validation set found CPU Adam starting with the forward pass on one rank.) ZeRO-3's
