@@ -151,17 +151,20 @@ void lower_optimizer_step(graph::TaskGraph& g, const StepLowering& step) {
     // GPU's share of a partial offload (Twin-Flow) runs beside it. ZeRO-Infinity reads the sub-groups from NVMe
     // first.
     auto after_backward = [&](TaskId t) {
+      if (step.delayed) return;
       after_reductions(t);
       if (step.backward_end) g.add_dep(t, *step.backward_end);
     };
+    // (The delayed update's step runs on a thread of its own, beside the framework's.)
+    const graph::Stream thread = step.delayed ? graph::Stream::kHostStep : graph::Stream::kHostCpu;
     std::optional<TaskId> swap_in;
     if (step.swap_in_s > 0.0) {
       swap_in = g.add_host_work(step.role, Purpose::kOffload, graph::Phase::kOptimizer, core::Seconds(step.swap_in_s),
-                                -1, -1);
+                                -1, -1, thread);
       after_backward(*swap_in);
     }
-    const TaskId cpu = g.add_host_compute(step.role, graph::Stream::kHostCpu, Purpose::kOffload,
-                                          core::Bytes(step.host_optimizer_bytes));
+    const TaskId cpu =
+        g.add_host_compute(step.role, thread, Purpose::kOffload, core::Bytes(step.host_optimizer_bytes));
     if (swap_in) {
       g.add_dep(cpu, *swap_in);
     } else {
@@ -174,13 +177,13 @@ void lower_optimizer_step(graph::TaskGraph& g, const StepLowering& step) {
     TaskId before = cpu;
     if (step.upload_host_s > 0.0) {
       before = g.add_host_work(step.role, Purpose::kOffload, graph::Phase::kOptimizer, core::Seconds(step.upload_host_s),
-                               -1, -1);
+                               -1, -1, thread);
       g.add_dep(before, cpu);
     }
     if (step.swap_out_s > 0.0) {
       // ... and go back to NVMe once updated (and their 16-bit values written where the parameters live).
       const TaskId out = g.add_host_work(step.role, Purpose::kOffload, graph::Phase::kOptimizer,
-                                         core::Seconds(step.swap_out_s), -1, -1);
+                                         core::Seconds(step.swap_out_s), -1, -1, thread);
       g.add_dep(out, before);
     }
     // (With the parameters offloaded too they are written in host memory, part of the host's work: no upload.)

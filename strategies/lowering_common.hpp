@@ -98,6 +98,9 @@ struct StepLowering {
   /// them back after (nvme_optimizer_swap)
   double swap_in_s = 0.0;
   double swap_out_s = 0.0;
+  /// the one-step delayed update: the host's step (on the previous iteration's gradients) starts with the
+  /// iteration, beside its forward and backward, and waits for none of its reductions
+  bool delayed = false;
 };
 
 /** @brief One device's share of its node's NVMe rates (every device of the node swaps at once), bytes/s. */

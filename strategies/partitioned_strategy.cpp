@@ -41,10 +41,11 @@ std::string describe_partition(const core::PlanSpec& plan) {
   if (plan.offload.optimizer) {
     core::PlanSpec on_device = plan;
     on_device.offload = core::OffloadSpec{};
-    return fmt::format("{} + offload{}{}{}", describe_partition(on_device),
+    return fmt::format("{} + offload{}{}{}{}", describe_partition(on_device),
                        plan.offload.ratio < 1.0 ? fmt::format(" {:.0f}%", 100.0 * plan.offload.ratio) : "",
                        plan.offload.optimizer_nvme ? " to nvme" : "",
-                       plan.offload.params ? (plan.offload.params_nvme ? " + parameters to nvme" : " + parameters") : "");
+                       plan.offload.params ? (plan.offload.params_nvme ? " + parameters to nvme" : " + parameters") : "",
+                       plan.offload.delayed_update ? " (delayed update)" : "");
   }
   const core::PartitionSpec s = plan.shards();
   const int n = plan.dp;
@@ -470,6 +471,7 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
     step.optimizer_bytes = step.optimizer_bytes + deepspeed_step_bytes(model, on_device);
   }
   if (plan.offload.optimizer) {
+    step.delayed = plan.offload.delayed_update;
     // CPU Adam, after DeepSpeed scales the fp32 host gradients in place (stage3.py:2108-2117
     // unscale_and_clip_grads, stage_1_and_2.py the same: a read and a write of 4 bytes each).
     step.host_optimizer_bytes = optimizer_step_bytes(model, shard * plan.offload.ratio).value() +

@@ -15,6 +15,7 @@ std::string_view stream_name(Stream s) {
     case Stream::kHostToDevice: return "h2d";
     case Stream::kDeviceToHost: return "d2h";
     case Stream::kHostCpu: return "host-cpu";
+    case Stream::kHostStep: return "host-step";
     case Stream::kCount: break;
   }
   return "?";
@@ -157,10 +158,11 @@ TaskId TaskGraph::add_host_compute(std::uint16_t role, Stream stream, Purpose pu
 }
 
 TaskId TaskGraph::add_host_work(std::uint16_t role, Purpose purpose, Phase phase, core::Seconds time,
-                                std::int32_t unit, std::int32_t micro) {
+                                std::int32_t unit, std::int32_t micro, Stream stream) {
+  SHARDSIM_ASSERT(stream == Stream::kHostCpu || stream == Stream::kHostStep, "host work runs on a host stream");
   const TaskId t = add_compute(role, phase, unit, micro, core::Flops(0.0), core::Bytes(0.0), time);
   tasks_[t].kind = TaskKind::kHostCompute;
-  tasks_[t].stream = Stream::kHostCpu;
+  tasks_[t].stream = stream;
   tasks_[t].purpose = purpose;
   return t;
 }

@@ -27,9 +27,10 @@ inline constexpr int kMaxLevels = 6;
 enum class TaskKind : std::uint8_t { kCompute, kCollective, kCopy, kHostCompute };
 
 /** Streams, per rank role. Compute, the parameter-gather stream and the gradient-reduction stream are
- *  separate CUDA/HIP streams in DeepSpeed; with overlap off, strategies put everything on kCompute. */
+ *  separate CUDA/HIP streams in DeepSpeed; with overlap off, strategies put everything on kCompute. kHostCpu is
+ *  the framework's thread; kHostStep a second host thread, the one-step delayed update's optimizer step. */
 enum class Stream : std::uint8_t {
-  kCompute, kParamGather, kGradReduce, kPipeline, kHostToDevice, kDeviceToHost, kHostCpu, kCount
+  kCompute, kParamGather, kGradReduce, kPipeline, kHostToDevice, kDeviceToHost, kHostCpu, kHostStep, kCount
 };
 
 enum class Phase : std::uint8_t { kForward, kBackward, kRecompute, kOptimizer, kNone, kCount };
@@ -141,10 +142,10 @@ class TaskGraph {
                   std::int32_t unit, std::int32_t micro);
   /** @brief Appends memory-bound host-CPU work touching `bytes` of host memory, on `stream`. */
   TaskId add_host_compute(std::uint16_t role, Stream stream, Purpose purpose, core::Bytes bytes);
-  /** @brief Appends `time` of host-CPU work on the host stream (the framework's thread), which tasks that it
-   *  issues wait for. */
+  /** @brief Appends `time` of host-CPU work on host stream `stream` (by default the framework's thread), which
+   *  tasks that it issues wait for. */
   TaskId add_host_work(std::uint16_t role, Purpose purpose, Phase phase, core::Seconds time, std::int32_t unit,
-                       std::int32_t micro);
+                       std::int32_t micro, Stream stream = Stream::kHostCpu);
   /** @brief Appends a collective of `payload` bytes over group `group` on `stream`. */
   TaskId add_collective(std::uint16_t role, Stream stream, CollectiveOp op, Purpose purpose, std::uint16_t group,
                         core::Bytes payload, std::int32_t unit, std::int32_t micro);

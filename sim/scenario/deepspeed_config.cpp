@@ -304,6 +304,14 @@ DeepSpeedExport deepspeed_config_of(const Scenario& s) {
   j["fp16"] = {{"enabled", s.model.param_dtype == core::Dtype::kFp16}};
   j["zero_optimization"] = z;
   out.json = j.dump(2) + "\n";
+  if (p.offload.optimizer_nvme || p.offload.params_nvme) {
+    out.notes.push_back("nvme_path: /local_nvme stands for the folder on the node's NVMe where DeepSpeed keeps the "
+                        "swap files: name yours");
+  }
+  if (p.offload.delayed_update) {
+    out.notes.push_back("delayed_update: the one-step delayed parameter update of the ZeRO-Offload paper, which "
+                        "DeepSpeed 0.14 does not ship (no config key): the config runs the plain update");
+  }
   if (p.tp > 1 || p.pp > 1) {
     out.notes.push_back(fmt::format("tp {} x pp {}: set by the training script (Megatron-DeepSpeed: "
                                     "--tensor-model-parallel-size {} --pipeline-model-parallel-size {})",

@@ -496,7 +496,7 @@ core::ClusterSpec parse_cluster(const ConfigNode& n) {
 // Plan values that name network levels ("node", "all") can only be resolved once the cluster is known.
 struct PlanDeferred {
   std::optional<ConfigNode> params, grads, optimizer, secondary, mics, hops, hierarchy, qwz, qgz, compression, offload,
-      offload_param, sub_group;
+      offload_param, sub_group, delayed_update;
 };
 
 // An offload map's device: cpu, nvme (ZeRO-Infinity's swap files) or none. Pinned or not, the copies run at the
@@ -516,7 +516,7 @@ core::PlanSpec parse_plan(const ConfigNode& n, PlanDeferred& later) {
                 "flash_attention", "collective_algorithm", "workspace", "partition", "mics_shard_size",
                 "zero_hpz_partition_size", "zero_quantized_weights", "zero_quantized_gradients",
                 "quantization_block", "qgz_hops", "hierarchy", "virtual_stages", "sequence_parallel",
-                "compression", "offload_optimizer", "offload_param", "sub_group_size", "framework"});
+                "compression", "offload_optimizer", "offload_param", "sub_group_size", "delayed_update", "framework"});
   core::PlanSpec p;
   if (auto v = n.find("dp")) p.dp = v->as_positive_int();
   if (auto v = n.find("tp")) p.tp = v->as_positive_int();
@@ -580,6 +580,10 @@ core::PlanSpec parse_plan(const ConfigNode& n, PlanDeferred& later) {
       if (auto v = o->find(key)) (void)v->as_int(0, std::numeric_limits<long long>::max());
     }
     later.offload_param = o;
+  }
+  if (auto v = n.find("delayed_update")) {
+    p.offload.delayed_update = v->as_bool();
+    later.delayed_update = v;
   }
   if (auto v = n.find("sub_group_size")) {
     p.offload.sub_group = static_cast<double>(v->as_int(1, std::numeric_limits<long long>::max()));
@@ -856,6 +860,9 @@ void resolve_and_check(Scenario& s, const ConfigNode& root, const PlanDeferred& 
         "a cluster whose host has NVMe: cluster '{}' describes none (cluster.host.nvme_read, nvme_write, and "
         "nvme_capacity: the node's drives as a file system's asynchronous I/O reaches them)",
         s.cluster.name));
+  }
+  if (p.offload.delayed_update && !p.offload.optimizer) {
+    later.delayed_update->fail("the delayed update is ZeRO-Offload's: it needs the optimizer offloaded (offload_optimizer)");
   }
   if (later.sub_group && !p.offload.optimizer_nvme) {
     later.sub_group->fail("sub_group_size sets the sub-groups NVMe offload swaps (offload_optimizer: {device: nvme})");
@@ -1347,6 +1354,7 @@ std::string plan_to_yaml(const core::PlanSpec& p, const core::ClusterSpec& clust
     }
     o += "}\n";
     if (p.offload.optimizer_nvme) o += fmt::format("sub_group_size: {:.0f}\n", p.offload.sub_group);
+    if (p.offload.delayed_update) o += "delayed_update: true\n";
   }
   if (p.offload.params) o += fmt::format("offload_param: {{device: {}}}\n", p.offload.params_nvme ? "nvme" : "cpu");
   const auto& c = p.compression;

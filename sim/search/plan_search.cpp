@@ -29,7 +29,7 @@ int resolve(const std::string& f, const core::ClusterSpec& c, int dp, int tp) {
 
 // The family a plan belongs to, for "best of each family" comparisons.
 std::string family(const core::PlanSpec& p) {
-  if (p.offload.optimizer) return "offload";
+  if (p.offload.optimizer) return p.offload.optimizer_nvme ? "nvme offload" : "offload";
   if (p.pp > 1) return p.shards().optimizer > 1 ? "3d zero-1" : "3d ddp";
   if (p.is_plain_zero()) return strategies::describe_partition(p);
   const auto s = p.shards();
@@ -44,13 +44,13 @@ struct Layout {
   core::PartitionSpec partition;
   bool quantized_weights = false;
   bool quantized_gradients = false;
-  bool offload = false;
+  int offload = 0;  ///< 0: none, 1: the optimizer to the host (ZeRO-Offload), 2: to NVMe (ZeRO-Infinity, ZeRO-3)
 };
 
 // Every layout of `space` for `dp` data-parallel ranks: shard factors from the space's candidates (optimizer
 // states at least as finely sharded as gradients), hpZ groups that divide the parameter shard, qwZ/qgZ where
-// there is something to quantise, optimizer offload where the optimizer is sharded. Pipelines run with DDP or
-// ZeRO-1 only.
+// there is something to quantise, optimizer offload where the optimizer is sharded (to NVMe too where ZeRO-3
+// partitions everything and the machine's host has drives). Pipelines run with DDP or ZeRO-1 only.
 std::vector<Layout> layouts(const SearchSpace& space, const core::ClusterSpec& c, int dp, int tp, int pp) {
   std::set<int> sizes;
   for (const auto& f : space.shard_factors) {
@@ -75,12 +75,13 @@ std::vector<Layout> layouts(const SearchSpace& space, const core::ClusterSpec& c
         }
         const int qw_max = space.zero_plus_plus && sp > 1 ? 1 : 0;
         const int qg_max = space.zero_plus_plus && sg > 1 ? 1 : 0;
-        const int off_max = space.offload && so > 1 ? 1 : 0;
+        const bool zero3 = sp == dp && sg == dp && so == dp && dp > 1;
+        const int off_max = space.offload && so > 1 ? (zero3 && c.host.has_nvme() ? 2 : 1) : 0;
         for (int h : secondaries) {
           for (int qw = 0; qw <= qw_max; ++qw) {
             for (int qg = 0; qg <= qg_max; ++qg) {
               for (int off = 0; off <= off_max; ++off) {
-                out.push_back(Layout{core::PartitionSpec{sp, sg, so, h}, qw == 1, qg == 1, off == 1});
+                out.push_back(Layout{core::PartitionSpec{sp, sg, so, h}, qw == 1, qg == 1, off});
               }
             }
           }
@@ -196,7 +197,9 @@ SearchResult search(const scenario::Scenario& base, const SearchSpace& space, in
           p.partition = l.partition;
           p.quantization.weights = l.quantized_weights;
           p.quantization.gradients = l.quantized_gradients;
-          p.offload = core::OffloadSpec{l.offload, 1.0};
+          p.offload = core::OffloadSpec{};
+          p.offload.optimizer = l.offload > 0;
+          p.offload.optimizer_nvme = l.offload == 2;
           p.hierarchy_levels = 0;
           // Name the equivalent ZeRO stage so plain points report as ddp / zero-1/2/3; MiCS (P = G = OS = m < dp)
           // is DeepSpeed's ZeRO-3 optimizer over sub-groups, as a scenario's mics_shard_size reads.

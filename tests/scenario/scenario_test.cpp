@@ -426,6 +426,11 @@ TEST(ScenarioOffload, NvmeNeedsTheNodesDrives) {
   EXPECT_DOUBLE_EQ(s.cluster.host.nvme_read.value(), 24e9);
   expect_error(drives + "  offload_optimizer: {device: nvme, pipeline: true}\n",
                {5, 37, "plan.offload_optimizer.pipeline", "unknown key"});
+  // The delayed update is ZeRO-Offload's.
+  expect_error(base + "  delayed_update: true\n", {5, 19, "plan.delayed_update", "offload_optimizer"});
+  EXPECT_TRUE(parse_scenarios(base + "  offload_optimizer: {device: cpu}\n  delayed_update: true\n", "s.yaml")
+                  .at(0)
+                  .plan.offload.delayed_update);
 }
 
 }  // namespace
@@ -480,6 +485,7 @@ TEST(ScenarioYamlDump, PlansRoundTripThroughTheirScenarioFile) {
       EXPECT_EQ(a.offload.params_nvme, b.offload.params_nvme) << where;
       EXPECT_EQ(a.offload.pipeline, b.offload.pipeline) << where;
       EXPECT_EQ(a.offload.sub_group, b.offload.sub_group) << where;
+      EXPECT_EQ(a.offload.delayed_update, b.offload.delayed_update) << where;
       EXPECT_EQ(a.compression.gradients.codec, b.compression.gradients.codec) << where;
       EXPECT_EQ(a.compression.parameters.ratio, b.compression.parameters.ratio) << where;
       EXPECT_EQ(a.compression.gradients.compress.value(), b.compression.gradients.compress.value()) << where;

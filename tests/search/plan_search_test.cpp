@@ -180,5 +180,25 @@ search: {pp: [1], micro_batch: [1], recompute: [full]}
   EXPECT_GT(with.best[0].evaluation.memory.host_bytes, 0.0);
 }
 
+// Where the node's host memory cannot hold the optimizer either but its NVMe can, ZeRO-Infinity's swap files are
+// what makes the model fit; without drives the search offers no NVMe plan.
+TEST(PlanSearch, NvmeIsWhatMakesItFitWhereHostMemoryIsShort) {
+  const std::string yaml = R"(model: llama2-70b
+cluster: {preset: dgx-h100, nodes: 1, host: {memory: 256GB, nvme_read: 25GB/s, nvme_write: 12GB/s, nvme_capacity: 15TB}}
+plan: {global_batch: 8, flash_attention: true}
+search: {pp: [1], micro_batch: [1], recompute: [full], offload: true}
+)";
+  const auto s = scenario::parse_scenarios(yaml, "s.yaml").at(0);
+  const auto r = search(s, default_space(s), 3, 1);
+  ASSERT_FALSE(r.best.empty());
+  EXPECT_TRUE(r.best[0].scenario.plan.offload.optimizer_nvme);
+  EXPECT_GT(r.best[0].evaluation.memory.nvme_bytes, 0.0);
+  EXPECT_LE(r.best[0].evaluation.memory.host_bytes, r.best[0].evaluation.memory.host_capacity);
+  auto dry = s;
+  dry.cluster.host.nvme_read = core::BytesPerSec(0.0);
+  dry.cluster.host.nvme_write = core::BytesPerSec(0.0);
+  EXPECT_TRUE(search(dry, default_space(dry), 3, 1).best.empty());
+}
+
 }  // namespace
 }  // namespace shardsim::search

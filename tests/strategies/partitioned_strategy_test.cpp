@@ -182,6 +182,44 @@ TEST(Offload, MovesTheOptimizerToTheHostAndEightPsiOverPcie) {
   EXPECT_EQ(describe_partition(c.plan), "zero-2 + offload");
 }
 
+// The one-step delayed update (ZeRO-Offload paper, Sec. 4.3): CPU Adam on the previous iteration's gradients runs
+// beside this iteration's forward and backward, so the iteration takes about the longer of the two, not their sum.
+TEST(Offload, DelayedUpdateOverlapsTheStepWithTheNextIteration) {
+  Case c(1, 3, 2);
+  c.cluster = testing::flat(1);
+  c.plan.dp = 1;
+  c.plan.global_batch = 2;
+  c.resolve_zero();
+  c.plan.offload.optimizer = true;
+  auto run = [&](bool delayed, double& cpu_start, double& cpu_s, double& backward_end) {
+    c.plan.offload.delayed_update = delayed;
+    const ModelCosts costs = compute_model_costs(c.model, c.plan);
+    graph::TaskGraph g;
+    PartitionedStrategy().lower(LoweringInput{c.model, c.cluster, c.plan, costs}, g);
+    engine::AnalyticalEngine eng(c.cluster, core::CollectiveAlgorithm::kAuto);
+    const auto r = eng.run(g);
+    backward_end = 0.0;
+    for (std::size_t t = 0; t < g.tasks().size(); ++t) {
+      const auto& task = g.tasks()[t];
+      if (task.kind == graph::TaskKind::kCompute && task.phase == graph::Phase::kBackward) {
+        backward_end = std::max(backward_end, r.timings[t].end_s);
+      }
+      if (task.kind == graph::TaskKind::kHostCompute && task.time_s < 0.0) {  // CPU Adam (memory-bound)
+        cpu_start = r.timings[t].start_s;
+        cpu_s = r.timings[t].end_s - r.timings[t].start_s;
+      }
+    }
+    return r.iteration_time.value();
+  };
+  double start = 0.0, cpu = 0.0, bwd = 0.0;
+  const double plain = run(false, start, cpu, bwd);
+  EXPECT_GE(start, bwd);
+  const double delayed = run(true, start, cpu, bwd);
+  EXPECT_LT(start, bwd);  // CPU Adam runs beside the backward now
+  EXPECT_LT(delayed, plain - 0.5 * std::min(cpu, bwd));
+  EXPECT_GE(delayed, std::max(cpu, bwd) * 0.999);
+}
+
 // ZeRO-Infinity with the optimizer on NVMe (DeepSpeed 0.14 stage3.py step): each sub-group's fp32 parameters,
 // momentum, variance and gradients read before CPU Adam and written back after, the fp32 gradients written at the
 // boundary; the host keeps only the swapper's buffers. Slower drives take longer; the pipelined swapper hides
