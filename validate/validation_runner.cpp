@@ -360,6 +360,38 @@ std::string describe_validation(const scenario::Scenario& s, const std::vector<E
   return o;
 }
 
+std::vector<StepShare> step_shares(const ValidationReport& r) {
+  std::vector<StepShare> out;
+  // Rows of one set and id are consecutive, one per metric.
+  for (std::size_t i = 0; i < r.rows.size();) {
+    std::size_t j = i;
+    std::array<std::optional<std::pair<double, double>>, 3> phase;  // forward, backward, step: (measured, predicted)
+    for (; j < r.rows.size() && r.rows[j].set == r.rows[i].set && r.rows[j].id == r.rows[i].id; ++j) {
+      const RowResult& row = r.rows[j];
+      if (!row.refused.empty() || !is_phase(row.metric)) continue;
+      const std::size_t k = row.metric == Metric::kForwardTime ? 0 : row.metric == Metric::kBackwardTime ? 1 : 2;
+      phase[k] = std::pair{row.measured, row.predicted};
+    }
+    if (phase[0] && phase[1] && phase[2]) {
+      const double measured = phase[2]->first / (phase[0]->first + phase[1]->first + phase[2]->first);
+      const double predicted = phase[2]->second / (phase[0]->second + phase[1]->second + phase[2]->second);
+      if (out.empty() || out.back().set != r.rows[i].set) out.push_back(StepShare{r.rows[i].set});
+      StepShare& s = out.back();
+      const double d = 100.0 * (predicted - measured);
+      s.mean_abs_points += std::fabs(d);
+      s.bias_points += d;
+      s.max_abs_points = std::max(s.max_abs_points, std::fabs(d));
+      ++s.rows;
+    }
+    i = j;
+  }
+  for (StepShare& s : out) {
+    s.mean_abs_points /= s.rows;
+    s.bias_points /= s.rows;
+  }
+  return out;
+}
+
 std::string render_validation(const ValidationReport& r, bool rows) {
   std::string o;
   if (rows) {
@@ -425,6 +457,14 @@ std::string render_validation(const ValidationReport& r, bool rows) {
   }
   o += "  rows: numeric comparisons (row x metric); memory: fits/OOM verdicts that agree; claims that hold: orderings\n"
        "  as published, ratios within 25% and on the published side of 1 (see --rows)\n";
+  const std::vector<StepShare> shares = step_shares(r);
+  if (!shares.empty()) {
+    o += "  step share: the optimizer step's part of forward + backward + step, predicted - measured in points\n";
+    for (const StepShare& s : shares) {
+      o += fmt::format("    {:<20} {:>3} rows  mean |diff| {:4.1f}  max {:4.1f}  bias {:+.1f}\n", s.set, s.rows,
+                       s.mean_abs_points, s.max_abs_points, s.bias_points);
+    }
+  }
   return o;
 }
 

@@ -99,7 +99,20 @@ std::vector<ErrorBand> parse_error_bands(const std::string& text, const std::str
  *  ("validated on vtrain-multi (check, 109 runs): iteration time -25%..+9% (p10..p90)"), or that none does. */
 std::string describe_validation(const scenario::Scenario& s, const std::vector<ErrorBand>& bands);
 
-/** @brief The per-set summary table; with `rows`, every row and claim before it. */
+/** @brief The optimizer step's share of an iteration, step / (forward + backward + step), where a row measures
+ *  all three phases (the offload studies' characterisation): per set, how far the predicted share is from the
+ *  measured one, in percentage points. */
+struct StepShare {
+  std::string set;
+  int rows = 0;
+  double mean_abs_points = 0.0;
+  double max_abs_points = 0.0;
+  double bias_points = 0.0;
+};
+std::vector<StepShare> step_shares(const ValidationReport& r);
+
+/** @brief The per-set summary table (and the step shares where sets measure phases); with `rows`, every row and
+ *  claim before it. */
 std::string render_validation(const ValidationReport& r, bool rows);
 /** @brief Rows, claims and summaries as JSON. */
 nlohmann::ordered_json validation_to_json(const ValidationReport& r);

@@ -162,4 +162,34 @@ TEST(ValidationSet, StructuralErrorsAreTheFilesErrors) {
   EXPECT_NE(message("role: fit", "role: fit").find("t.csv:2:1: ms: a number (got 'fast')"), std::string::npos);
 }
 
+// The step's share of forward + backward + step, from rows that give all three phases: measured 2 / (1 + 1 + 2) =
+// 50%, predicted 3 / (1 + 1 + 3) = 60%: +10 points; a row missing a phase (or refused) does not count.
+TEST(ValidationReport, StepShareInPointsFromRowsWithThreePhases) {
+  validate::ValidationReport r;
+  auto row = [&](const char* id, Metric m, double measured, double predicted, const char* refused = "") {
+    validate::RowResult x;
+    x.set = "s";
+    x.id = id;
+    x.metric = m;
+    x.measured = measured;
+    x.predicted = predicted;
+    x.refused = refused;
+    r.rows.push_back(x);
+  };
+  row("a", Metric::kForwardTime, 1.0, 1.0);
+  row("a", Metric::kBackwardTime, 1.0, 1.0);
+  row("a", Metric::kStepTime, 2.0, 3.0);
+  row("b", Metric::kForwardTime, 1.0, 1.0);
+  row("b", Metric::kStepTime, 1.0, 1.0);
+  row("c", Metric::kForwardTime, 1.0, 1.0);
+  row("c", Metric::kBackwardTime, 1.0, 1.0);
+  row("c", Metric::kStepTime, 2.0, 0.0, "does not fit");
+  const auto shares = validate::step_shares(r);
+  ASSERT_EQ(shares.size(), 1U);
+  EXPECT_EQ(shares[0].rows, 1);
+  EXPECT_NEAR(shares[0].mean_abs_points, 10.0, 1e-9);
+  EXPECT_NEAR(shares[0].bias_points, 10.0, 1e-9);
+  EXPECT_NE(validate::render_validation(r, false).find("step share"), std::string::npos);
+}
+
 }  // namespace
