@@ -18,6 +18,7 @@
 #include "sim/core/dtype.hpp"
 #include "sim/core/errors.hpp"
 #include "sim/core/model_spec.hpp"
+#include "sim/engine/simgrid_engine.hpp"
 #include "sim/report/network_report.hpp"
 #include "sim/report/report.hpp"
 #include "sim/report/trace.hpp"
@@ -124,6 +125,13 @@ int cmd_run(const std::vector<std::string>& args) {
   }
   if ((vm.count("trace") || vm.count("memory-csv") || vm.count("host-link-csv")) && scenarios.size() != 1) {
     throw UsageError("--trace, --memory-csv and --host-link-csv take a scenario without a sweep: section");
+  }
+  if (engine_given && engine_kind == engine::EngineKind::kSimGrid) {
+    for (const auto& s : scenarios) {
+      if (const auto why = engine::simgrid_refusal(s.cluster)) {
+        throw UsageError(fmt::format("--engine simgrid for {}: {}", s.name, *why));
+      }
+    }
   }
   const auto bands = load_error_bands();
   std::vector<scenario::Evaluation> evals;

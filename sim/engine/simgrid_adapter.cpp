@@ -253,7 +253,7 @@ bool simgrid_available() { return true; }
 struct NetSim::Impl {};
 
 NetSim::NetSim(const topology::LinkTopology&, int) {
-  throw core::ConfigError(core::SourceLocation{"<engine>", 0, 0}, "engine",
+  throw core::ConfigError(core::SourceLocation{}, "engine",
                           "analytical: this shardsim was built without SimGrid (install libsimgrid-dev and rebuild)");
 }
 NetSim::~NetSim() = default;

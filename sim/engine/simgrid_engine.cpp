@@ -665,30 +665,35 @@ std::string link_label(const topology::LinkTopology& topo, int key) {
 
 }  // namespace
 
-namespace {
-const core::ClusterSpec& within_budget(const core::ClusterSpec& cluster) {
-  if (cluster.total_devices() > kMaxSimGridDevices) {
-    throw core::ConfigError(core::SourceLocation{"<engine>", 0, 0}, "cluster.nodes",
-                            fmt::format("{} nodes x {} = {} devices, over the SimGrid engine's limit of {}; the analytical "
-                                        "engine (--engine analytical) runs any size",
-                                        cluster.nodes, cluster.devices_per_node, cluster.total_devices(),
-                                        kMaxSimGridDevices));
+std::optional<std::string> simgrid_refusal(const core::ClusterSpec& cluster) {
+  if (!simgrid_available()) {
+    return std::string("this shardsim was built without SimGrid (install libsimgrid-dev and rebuild); the analytical "
+                       "engine runs");
   }
+  if (cluster.total_devices() > kMaxSimGridDevices) {
+    return fmt::format("{} nodes x {} = {} devices, over the SimGrid engine's limit of {}; the analytical engine runs "
+                       "any size",
+                       cluster.nodes, cluster.devices_per_node, cluster.total_devices(), kMaxSimGridDevices);
+  }
+  return std::nullopt;
+}
+
+namespace {
+// (Scenarios and the command line check simgrid_refusal first, where they can say which file and key; this is the
+// library's own guard.)
+const core::ClusterSpec& runnable(const core::ClusterSpec& cluster) {
+  if (const auto why = simgrid_refusal(cluster)) throw core::ConfigError(core::SourceLocation{}, "engine", *why);
   return cluster;
 }
 }  // namespace
 
 SimGridEngine::SimGridEngine(const core::ClusterSpec& cluster, core::CollectiveAlgorithm algorithm,
                              SimGridOptions options)
-    : cluster_(within_budget(cluster)),
+    : cluster_(runnable(cluster)),
       algorithm_(algorithm),
       options_(options),
       topology_(topology::LinkTopology::build(cluster, options.topology)),
       analytical_(cluster, algorithm) {
-  if (!simgrid_available()) {
-    throw core::ConfigError(core::SourceLocation{"<engine>", 0, 0}, "engine",
-                            "analytical: this shardsim was built without SimGrid (install libsimgrid-dev and rebuild)");
-  }
   topology_.validate();
 }
 

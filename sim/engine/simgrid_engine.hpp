@@ -22,6 +22,9 @@
 // Each simulation runs in a child process (SimGrid keeps global state), so one program may run many.
 #include "sim/core/cluster_spec.hpp"
 #include "sim/core/plan_spec.hpp"
+#include <optional>
+#include <string>
+
 #include "sim/engine/analytical_engine.hpp"
 #include "sim/engine/run_result.hpp"
 #include "sim/graph/task_graph.hpp"
@@ -33,6 +36,11 @@ namespace shardsim::engine {
 /// and time with them: 800,000 devices took 6 GB and 51 s here), so beyond 16,384 nodes of 8 the analytical engine
 /// is the tool.
 inline constexpr int kMaxSimGridDevices = 131072;
+
+/** @brief Why the SimGrid engine cannot run `cluster` (a build without SimGrid, more devices than
+ *  kMaxSimGridDevices), or nullopt: what a scenario's `engine: simgrid` and the command line's `--engine simgrid`
+ *  are checked against before anything runs. */
+std::optional<std::string> simgrid_refusal(const core::ClusterSpec& cluster);
 
 struct SimGridOptions {
   topology::TopologyKind topology = topology::TopologyKind::kAuto;

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <utility>
 
+#include "sim/engine/simgrid_engine.hpp"
 #include "sim/scenario/config_node.hpp"
 #include "sim/scenario/hf_config.hpp"
 #include "sim/scenario/text_file.hpp"
@@ -947,6 +948,9 @@ Scenario parse_one(const ConfigNode& root, const std::filesystem::path& base_dir
   PlanDeferred later;
   s.plan = parse_plan(root.get("plan"), later);
   resolve_and_check(s, root, later);
+  if (s.engine == engine::EngineKind::kSimGrid) {
+    if (const auto why = engine::simgrid_refusal(s.cluster)) root.get("engine").fail(*why);
+  }
   if (auto v = root.find("search")) {
     s.search = parse_search(*v, s.cluster);
     s.has_search = true;

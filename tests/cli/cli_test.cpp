@@ -483,9 +483,16 @@ TEST(Cli, BudgetsRefuseUnboundedWorkUpFront) {
   std::ofstream(d / "huge.yaml") << "model: llama-7b\ncluster: {preset: dgx-a100, nodes: 100000}\nplan: {zero_stage: 3}\n";
   r = run("run '" + (d / "huge.yaml").string() + "' --engine simgrid");
   EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_NE(r.out.find("cluster.nodes: 100000 nodes x 8 = 800000 devices, over the SimGrid engine's limit of 131072"),
+  EXPECT_NE(r.out.find("--engine simgrid for huge: 100000 nodes x 8 = 800000 devices, over the SimGrid engine's limit "
+                       "of 131072"),
             std::string::npos)
       << r.out;
+  // ... and where the scenario asks for it, at its engine key.
+  std::ofstream(d / "huge2.yaml") << "model: llama-7b\ncluster: {preset: dgx-a100, nodes: 100000}\nplan: {zero_stage: 3}\n"
+                                     "engine: simgrid\n";
+  r = run("run '" + (d / "huge2.yaml").string() + "'");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("huge2.yaml:4:9: engine: 100000 nodes x 8 = 800000 devices"), std::string::npos) << r.out;
   fs::remove_all(d);
 }
 
