@@ -182,15 +182,21 @@ TEST(Offload, MovesTheOptimizerToTheHostAndEightPsiOverPcie) {
   EXPECT_EQ(describe_partition(c.plan), "zero-2 + offload");
 }
 
-// The one-step delayed update (ZeRO-Offload paper, Sec. 4.3): CPU Adam on the previous iteration's gradients runs
-// beside this iteration's forward and backward, so the iteration takes about the longer of the two, not their sum.
-TEST(Offload, DelayedUpdateOverlapsTheStepWithTheNextIteration) {
+// ZeRO-Offload's own case: ZeRO-3 on one rank, two micro-batches, the optimizer on the host.
+Case one_rank_offload() {
   Case c(1, 3, 2);
   c.cluster = testing::flat(1);
   c.plan.dp = 1;
   c.plan.global_batch = 2;
   c.resolve_zero();
   c.plan.offload.optimizer = true;
+  return c;
+}
+
+// The one-step delayed update (ZeRO-Offload paper, Sec. 4.3): CPU Adam on the previous iteration's gradients runs
+// beside this iteration's forward and backward, so the iteration takes about the longer of the two, not their sum.
+TEST(Offload, DelayedUpdateOverlapsTheStepWithTheNextIteration) {
+  Case c = one_rank_offload();
   auto run = [&](bool delayed, double& cpu_start, double& cpu_s, double& backward_end) {
     c.plan.offload.delayed_update = delayed;
     const ModelCosts costs = compute_model_costs(c.model, c.plan);
@@ -263,12 +269,7 @@ TEST(Offload, NvmeSwapsTheOptimizerAroundCpuAdam) {
 // accumulation boundary once more, through a pageable temporary, into the fp32 host gradients; the host waits for
 // that copy before it runs the backward on.
 TEST(Offload, OneRankCopiesGradientsAndStepsAfterBackward) {
-  Case c(1, 3, 2);
-  c.cluster = testing::flat(1);
-  c.plan.dp = 1;
-  c.plan.global_batch = 2;
-  c.resolve_zero();
-  c.plan.offload.optimizer = true;
+  Case c = one_rank_offload();
   const ModelCosts costs = compute_model_costs(c.model, c.plan);
   graph::TaskGraph g;
   PartitionedStrategy().lower(LoweringInput{c.model, c.cluster, c.plan, costs}, g);
