@@ -510,6 +510,14 @@ nlohmann::ordered_json validation_to_json(const ValidationReport& r) {
     x["cite"] = c.cite;
     j["claims"].push_back(std::move(x));
   }
+  j["step_shares"] = nlohmann::ordered_json::array();
+  for (const StepShare& s : step_shares(r)) {
+    j["step_shares"].push_back({{"set", s.set},
+                                {"rows", s.rows},
+                                {"mean_abs_points", s.mean_abs_points},
+                                {"max_abs_points", s.max_abs_points},
+                                {"bias_points", s.bias_points}});
+  }
   return j;
 }
 

@@ -190,6 +190,9 @@ TEST(ValidationReport, StepShareInPointsFromRowsWithThreePhases) {
   EXPECT_NEAR(shares[0].mean_abs_points, 10.0, 1e-9);
   EXPECT_NEAR(shares[0].bias_points, 10.0, 1e-9);
   EXPECT_NE(validate::render_validation(r, false).find("step share"), std::string::npos);
+  const auto j = validate::validation_to_json(r);
+  ASSERT_EQ(j["step_shares"].size(), 1U);
+  EXPECT_NEAR(j["step_shares"][0]["bias_points"].get<double>(), 10.0, 1e-9);
 }
 
 }  // namespace
