@@ -287,9 +287,9 @@ class Planner {
   // simulated. A node whose flows share a fabric link direction with another node's (a switch port, a global
   // link) keeps all its flows, so every shared switch or global link is simulated in full; so does the first
   // node of each class, the slowest class included. (Inside a node, the flow arriving from the previous node
-  // meets the node's own flows, as on every node; the one arriving at a class's node is not simulated.) On a full Frontier's ring this leaves a
-  // handful of nodes (on one switch, across switches, across groups) of thousands. Empty: keep every node.
-  // (Tested: same times as with every node simulated.)
+  // meets the node's own flows, as on every node; the one arriving at a class's node is not simulated.) On a full
+  // Frontier's ring this leaves a handful of nodes (on one switch, across switches, across groups) of thousands.
+  // Empty: keep every node. (Tested: same times as with every node simulated.)
   std::vector<char> representative_nodes(const GroupGeometry& geo) {
     const int dpn = c_.devices_per_node;
     if (!node_symmetry_ || geo.copies.empty() || geo.n / std::max(1, geo.w(geo.top - 1)) < kMinNodesForSymmetry ||
