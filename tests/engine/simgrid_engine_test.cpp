@@ -274,6 +274,29 @@ TEST(SimGridEngine, NodeSymmetryAcrossDragonflyGroupsGivesTheTimesOfTheFullSimul
   EXPECT_LT(a.network.flows, b.network.flows / 20);
 }
 
+// The same on the fat trees: Lassen's dual-rail one and the DGX H100's rail-optimised one, where a ring crosses
+// leaf switches every few nodes.
+TEST(SimGridEngine, NodeSymmetryOnFatTreesGivesTheTimesOfTheFullSimulation) {
+  if (!engine::simgrid_available()) GTEST_SKIP() << "built without SimGrid";
+  for (const char* cluster : {"{preset: lassen, nodes: 48}", "{preset: dgx-h100, nodes: 40}"}) {
+    const std::string yaml =
+        std::string("name: t\nmodel: {name: small, layers: 2, hidden: 2048, heads: 16, ffn_hidden: 8192, vocab: 32000, "
+                    "seq_len: 2048, dtypes: {params: fp16, grads: fp16, optimizer: fp32}}\ncluster: ") +
+        cluster + "\nplan: {zero_stage: 3, micro_batch: 1}\n";
+    const auto s = scenario::parse_scenarios(yaml, "<test>").front();
+    const auto ev = scenario::evaluate(s);
+    engine::SimGridOptions on;
+    on.topology = topology::TopologyKind::kLinks;
+    on.cache_collectives = false;
+    engine::SimGridOptions off = on;
+    off.node_symmetry = false;
+    const auto a = engine::SimGridEngine(s.cluster, s.plan.algorithm, on).run(ev.graph);
+    const auto b = engine::SimGridEngine(s.cluster, s.plan.algorithm, off).run(ev.graph);
+    EXPECT_NEAR(a.iteration_time.value() / b.iteration_time.value(), 1.0, 1e-3) << cluster;
+    EXPECT_LT(a.network.flows, b.network.flows / 10) << cluster;
+  }
+}
+
 }  // namespace
 
 namespace {
