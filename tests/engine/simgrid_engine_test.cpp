@@ -230,37 +230,9 @@ TEST(SimGridEngine, ExportedPlatformLoadsInSimGridAndTimesATransfer) {
   EXPECT_NE(topology::LinkTopology::build(wide, topology::TopologyKind::kLinks).to_simgrid_xml(), topo.to_simgrid_xml());
 }
 
-TEST(SimGridEngine, NodeSymmetryGivesTheTimesOfTheFullSimulation) {
-  if (!engine::simgrid_available()) GTEST_SKIP() << "built without SimGrid";
-  // 48 Frontier nodes (past the symmetry threshold), ZeRO-3 and ZeRO++: nodes on the same switch are simulated
-  // once; switch boundaries and the ring's wrap-around in full.
-  for (const char* plan : {"{zero_stage: 3, micro_batch: 1, global_batch: 768, recompute: full}",
-                           "{zero_stage: 3, micro_batch: 1, global_batch: 768, recompute: full, "
-                           "zero_quantized_weights: true, zero_quantized_gradients: true, zero_hpz_partition_size: 8}"}) {
-    const std::string yaml = std::string("name: t\nmodel: gpt-20b-frontier\ncluster: {preset: frontier, nodes: 48}\nplan: ") +
-                             plan + "\n";
-    const auto s = scenario::parse_scenarios(yaml, "<test>").front();
-    const auto ev = scenario::evaluate(s);
-    engine::SimGridOptions on;
-    on.topology = topology::TopologyKind::kLinks;
-    on.cache_collectives = false;  // count the flows symmetry saves, not those the replay cache saves
-    engine::SimGridOptions off = on;
-    off.node_symmetry = false;
-    const auto a = engine::SimGridEngine(s.cluster, s.plan.algorithm, on).run(ev.graph);
-    const auto b = engine::SimGridEngine(s.cluster, s.plan.algorithm, off).run(ev.graph);
-    EXPECT_NEAR(a.iteration_time.value() / b.iteration_time.value(), 1.0, 1e-3) << plan;
-    EXPECT_LT(a.network.flows, b.network.flows / 4) << plan;
-  }
-}
-
-TEST(SimGridEngine, NodeSymmetryAcrossDragonflyGroupsGivesTheTimesOfTheFullSimulation) {
-  if (!engine::simgrid_available()) GTEST_SKIP() << "built without SimGrid";
-  // 136 Frontier nodes: the ring crosses switches (every 16 nodes) and one dragonfly group boundary (128 nodes)
-  // and wraps around; a two-block model keeps the full simulation short. One node per class of paths is
-  // simulated: far fewer flows, the same times.
-  const std::string yaml =
-      "name: t\nmodel: {name: small, layers: 2, hidden: 2048, heads: 16, ffn_hidden: 8192, vocab: 32000, seq_len: 2048}\n"
-      "cluster: {preset: frontier, nodes: 136}\nplan: {zero_stage: 3, micro_batch: 1, global_batch: 1088}\n";
+// A scenario's iteration on the SimGrid engine, link by link, with node symmetry (first) and without (second);
+// the replay cache off, so that the flows counted are those symmetry saves.
+std::pair<engine::RunResult, engine::RunResult> with_and_without_symmetry(const std::string& yaml) {
   const auto s = scenario::parse_scenarios(yaml, "<test>").front();
   const auto ev = scenario::evaluate(s);
   engine::SimGridOptions on;
@@ -268,8 +240,36 @@ TEST(SimGridEngine, NodeSymmetryAcrossDragonflyGroupsGivesTheTimesOfTheFullSimul
   on.cache_collectives = false;
   engine::SimGridOptions off = on;
   off.node_symmetry = false;
-  const auto a = engine::SimGridEngine(s.cluster, s.plan.algorithm, on).run(ev.graph);
-  const auto b = engine::SimGridEngine(s.cluster, s.plan.algorithm, off).run(ev.graph);
+  return {engine::SimGridEngine(s.cluster, s.plan.algorithm, on).run(ev.graph),
+          engine::SimGridEngine(s.cluster, s.plan.algorithm, off).run(ev.graph)};
+}
+
+TEST(SimGridEngine, NodeSymmetryGivesTheTimesOfTheFullSimulation) {
+  if (!engine::simgrid_available()) GTEST_SKIP() << "built without SimGrid";
+  // 48 Frontier nodes (past the symmetry threshold), ZeRO-3 and ZeRO++: one node per class of paths (on one
+  // switch, across switches, the ring's wrap-around) is simulated.
+  for (const char* plan : {"{zero_stage: 3, micro_batch: 1, global_batch: 768, recompute: full}",
+                           "{zero_stage: 3, micro_batch: 1, global_batch: 768, recompute: full, "
+                           "zero_quantized_weights: true, zero_quantized_gradients: true, zero_hpz_partition_size: 8}"}) {
+    const auto [a, b] = with_and_without_symmetry(
+        std::string("name: t\nmodel: gpt-20b-frontier\ncluster: {preset: frontier, nodes: 48}\nplan: ") + plan + "\n");
+    EXPECT_NEAR(a.iteration_time.value() / b.iteration_time.value(), 1.0, 1e-3) << plan;
+    EXPECT_LT(a.network.flows, b.network.flows / 4) << plan;
+  }
+}
+
+// A two-block model keeps the full simulations below short.
+constexpr const char* kSmallModel =
+    "model: {name: small, layers: 2, hidden: 2048, heads: 16, ffn_hidden: 8192, vocab: 32000, seq_len: 2048, "
+    "dtypes: {params: fp16, grads: fp16, optimizer: fp32}}\n";
+
+TEST(SimGridEngine, NodeSymmetryAcrossDragonflyGroupsGivesTheTimesOfTheFullSimulation) {
+  if (!engine::simgrid_available()) GTEST_SKIP() << "built without SimGrid";
+  // 136 Frontier nodes: the ring crosses switches (every 16 nodes) and one dragonfly group boundary (128 nodes)
+  // and wraps around. One node per class of paths is simulated: far fewer flows, the same times.
+  const auto [a, b] = with_and_without_symmetry(std::string("name: t\n") + kSmallModel +
+                                                "cluster: {preset: frontier, nodes: 136}\n"
+                                                "plan: {zero_stage: 3, micro_batch: 1, global_batch: 1088}\n");
   EXPECT_NEAR(a.iteration_time.value() / b.iteration_time.value(), 1.0, 1e-3);
   EXPECT_LT(a.network.flows, b.network.flows / 20);
 }
@@ -279,19 +279,8 @@ TEST(SimGridEngine, NodeSymmetryAcrossDragonflyGroupsGivesTheTimesOfTheFullSimul
 TEST(SimGridEngine, NodeSymmetryOnFatTreesGivesTheTimesOfTheFullSimulation) {
   if (!engine::simgrid_available()) GTEST_SKIP() << "built without SimGrid";
   for (const char* cluster : {"{preset: lassen, nodes: 48}", "{preset: dgx-h100, nodes: 40}"}) {
-    const std::string yaml =
-        std::string("name: t\nmodel: {name: small, layers: 2, hidden: 2048, heads: 16, ffn_hidden: 8192, vocab: 32000, "
-                    "seq_len: 2048, dtypes: {params: fp16, grads: fp16, optimizer: fp32}}\ncluster: ") +
-        cluster + "\nplan: {zero_stage: 3, micro_batch: 1}\n";
-    const auto s = scenario::parse_scenarios(yaml, "<test>").front();
-    const auto ev = scenario::evaluate(s);
-    engine::SimGridOptions on;
-    on.topology = topology::TopologyKind::kLinks;
-    on.cache_collectives = false;
-    engine::SimGridOptions off = on;
-    off.node_symmetry = false;
-    const auto a = engine::SimGridEngine(s.cluster, s.plan.algorithm, on).run(ev.graph);
-    const auto b = engine::SimGridEngine(s.cluster, s.plan.algorithm, off).run(ev.graph);
+    const auto [a, b] = with_and_without_symmetry(std::string("name: t\n") + kSmallModel + "cluster: " + cluster +
+                                                  "\nplan: {zero_stage: 3, micro_batch: 1}\n");
     EXPECT_NEAR(a.iteration_time.value() / b.iteration_time.value(), 1.0, 1e-3) << cluster;
     EXPECT_LT(a.network.flows, b.network.flows / 10) << cluster;
   }
