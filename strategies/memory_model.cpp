@@ -42,29 +42,30 @@ ModelStates device_state_bytes(double psi, const core::PlanSpec& plan, double pa
   return s;
 }
 
-double host_state_bytes(double psi, const core::PlanSpec& plan, double optimizer_k, double param_bytes) {
-  double host = 0.0;
-  const double shard = plan.offload.ratio * psi / plan.shards().optimizer;
-  if (plan.offload.optimizer_nvme) {
-    // The swapper's pinned fp32 buffers, each of the largest sub-group (partitioned_optimizer_swapper.py:
-    // buffer_count x largest_numel), and the fp32 gradients of the sub-group being updated.
-    host += plan.offload.buffer_count * std::min(shard, plan.offload.sub_group) * 4.0;
-  } else if (plan.offload.optimizer) {
-    host += shard * (optimizer_k + 4.0);
+OffloadedStates offloaded_state_bytes(double psi, const core::PlanSpec& plan, double optimizer_k, double param_bytes) {
+  OffloadedStates out;
+  if (plan.offload.optimizer) {
+    const double shard = plan.offload.ratio * psi / plan.shards().optimizer;
+    const double states = shard * (optimizer_k + 4.0);
+    if (plan.offload.optimizer_nvme) {
+      // The swapper's pinned fp32 buffers, each of the largest sub-group (partitioned_optimizer_swapper.py:
+      // buffer_count x largest_numel), and the fp32 gradients of the sub-group being updated.
+      out.nvme += states;
+      out.host += plan.offload.buffer_count * std::min(shard, plan.offload.sub_group) * 4.0;
+    } else {
+      out.host += states;
+    }
   }
-  if (plan.offload.params_nvme) {
-    host += std::min(psi / plan.shards().params, kNvmeParamBufferElements) * param_bytes;
-  } else if (plan.offload.params) {
-    host += param_bytes * psi / plan.shards().params;
+  if (plan.offload.params) {
+    const double partition = psi / plan.shards().params;
+    if (plan.offload.params_nvme) {
+      out.nvme += partition * param_bytes;
+      out.host += std::min(partition, kNvmeParamBufferElements) * param_bytes;
+    } else {
+      out.host += partition * param_bytes;
+    }
   }
-  return host;
-}
-
-double nvme_state_bytes(double psi, const core::PlanSpec& plan, double optimizer_k, double param_bytes) {
-  double nvme = 0.0;
-  if (plan.offload.optimizer_nvme) nvme += plan.offload.ratio * psi / plan.shards().optimizer * (optimizer_k + 4.0);
-  if (plan.offload.params_nvme) nvme += param_bytes * psi / plan.shards().params;
-  return nvme;
+  return out;
 }
 
 bool assembles_units(const core::PlanSpec& plan) {
@@ -159,9 +160,10 @@ MemoryBreakdown rank_memory(const core::ModelSpec& model, const core::ClusterSpe
   for (const auto& it : mb.items) total += it.bytes.value();
   mb.total = core::Bytes(total);
   mb.capacity = cluster.device.hbm;
-  mb.host_bytes = host_state_bytes(params, plan, k, pb);
+  const OffloadedStates offloaded = offloaded_state_bytes(params, plan, k, pb);
+  mb.host_bytes = offloaded.host;
   mb.host_capacity = cluster.host.memory.value() / cluster.devices_per_node;
-  mb.nvme_bytes = nvme_state_bytes(params, plan, k, pb);
+  mb.nvme_bytes = offloaded.nvme;
   mb.nvme_capacity = cluster.host.nvme_capacity.value() / cluster.devices_per_node;
   mb.fits = mb.total <= mb.capacity && mb.host_bytes <= mb.host_capacity &&
             (mb.nvme_capacity <= 0.0 || mb.nvme_bytes <= mb.nvme_capacity);

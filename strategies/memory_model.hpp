@@ -33,13 +33,14 @@ ModelStates sharded_state_bytes(double psi, const core::PartitionSpec& shards, d
  *  ZeRO-Offload moves to the host (the CPU's share of the optimizer states and of the gradients). */
 ModelStates device_state_bytes(double psi, const core::PlanSpec& plan, double param_bytes, double grad_bytes,
                                double optimizer_k);
-/** @brief Host memory one device's offload needs: its CPU share of the optimizer states plus fp32 gradients to
- *  accumulate into, and its parameter partition where parameters are offloaded; where they are swapped to NVMe,
- *  the pinned buffers the swapper holds instead. */
-double host_state_bytes(double psi, const core::PlanSpec& plan, double optimizer_k, double param_bytes);
-/** @brief NVMe one device's swap files take (ZeRO-Infinity): its optimizer states and fp32 gradients, and its
- *  16-bit parameter partition where parameters are swapped too; 0 without NVMe offload. */
-double nvme_state_bytes(double psi, const core::PlanSpec& plan, double optimizer_k, double param_bytes);
+/** @brief Where one device's offloaded states go: host memory (its CPU share of the optimizer states plus fp32
+ *  gradients to accumulate into, and its parameter partition where parameters are offloaded) and, for what is
+ *  swapped to NVMe (ZeRO-Infinity), the swap files, the host then keeping only the swapper's pinned buffers. */
+struct OffloadedStates {
+  double host = 0.0;
+  double nvme = 0.0;
+};
+OffloadedStates offloaded_state_bytes(double psi, const core::PlanSpec& plan, double optimizer_k, double param_bytes);
 /** @brief DeepSpeed's pinned buffers for parameters swapped to NVMe: buffer_count (5) x buffer_size (1e8
  *  elements) of 16-bit values (offload_config.py DeepSpeedZeroOffloadParamConfig defaults). */
 inline constexpr double kNvmeParamBufferElements = 5.0 * 1e8;

@@ -111,6 +111,7 @@ DeepSpeedPlan parse_deepspeed_config(const std::string& text, const std::string&
     return out;
   }
   if (!z.is_object()) throw core::ConfigError(where, "zero_optimization", "expected an object");
+  bool optimizer_nvme = false;  // where sub_group_size matters (below)
   auto offload_to = [&](const json& v, const std::string& path, const char* plan_key) {
     if (!v.is_object()) throw core::ConfigError(where, path, "expected an object");
     const std::string device = v.contains("device") && v["device"].is_string() ? v["device"].get<std::string>() : "none";
@@ -123,6 +124,7 @@ DeepSpeedPlan parse_deepspeed_config(const std::string& text, const std::string&
         node["ratio"] = fmt::format("{}", v["ratio"].get<double>());
       }
       if (device == "nvme" && optimizer) {
+        optimizer_nvme = true;
         // The swapper's buffers and pipelining (offload_config.py DeepSpeedZeroOffloadOptimizerConfig).
         if (v.contains("buffer_count")) {
           if (!v["buffer_count"].is_number_integer()) {
@@ -210,11 +212,8 @@ DeepSpeedPlan parse_deepspeed_config(const std::string& text, const std::string&
       out.ignored.push_back(path);
     }
   }
-  const bool nvme = std::any_of(out.overrides.begin(), out.overrides.end(), [](const PlanOverride& o) {
-    return o.plan_key == "offload_optimizer" && o.value["device"] && o.value["device"].as<std::string>() == "nvme";
-  });
   if (z.contains("sub_group_size")) {
-    if (nvme) {
+    if (optimizer_nvme) {
       add("sub_group_size", std::to_string(count(z["sub_group_size"], "zero_optimization.sub_group_size")),
           "zero_optimization.sub_group_size");
     } else {
