@@ -60,7 +60,7 @@ OffloadedStates offloaded_state_bytes(double psi, const core::PlanSpec& plan, do
     const double partition = psi / plan.shards().params;
     if (plan.offload.params_nvme) {
       out.nvme += partition * param_bytes;
-      out.host += std::min(partition, kNvmeParamBufferElements) * param_bytes;
+      out.host += std::min(partition, plan.offload.param_buffer_count * plan.offload.param_buffer_size) * param_bytes;
     } else {
       out.host += partition * param_bytes;
     }

@@ -41,9 +41,6 @@ struct OffloadedStates {
   double nvme = 0.0;
 };
 OffloadedStates offloaded_state_bytes(double psi, const core::PlanSpec& plan, double optimizer_k, double param_bytes);
-/** @brief DeepSpeed's pinned buffers for parameters swapped to NVMe: buffer_count (5) x buffer_size (1e8
- *  elements) of 16-bit values (offload_config.py DeepSpeedZeroOffloadParamConfig defaults). */
-inline constexpr double kNvmeParamBufferElements = 5.0 * 1e8;
 
 struct MemoryItem {
   std::string name;

@@ -104,6 +104,10 @@ struct OffloadSpec {
   int buffer_count = 4;
   /// zero_optimization.sub_group_size: elements updated per sub-group (DeepSpeed: 1e9)
   double sub_group = 1e9;
+  /// offload_param.buffer_count x buffer_size: pinned host buffers the parameters swapped to NVMe pass through
+  /// (DeepSpeed: 5 of 1e8 elements, offload_config.py DeepSpeedZeroOffloadParamConfig)
+  int param_buffer_count = 5;
+  double param_buffer_size = 1e8;
   /// ZeRO-Offload's one-step delayed parameter update (Ren et al., USENIX ATC 2021, Sec. 4.3): after warm-up, CPU
   /// Adam on iteration i's gradients runs while the GPU computes iteration i + 1 with the parameters of i - 1, so
   /// the step overlaps the next forward and backward instead of following them. A what-if: DeepSpeed 0.14 ships

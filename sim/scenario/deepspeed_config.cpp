@@ -123,21 +123,30 @@ DeepSpeedPlan parse_deepspeed_config(const std::string& text, const std::string&
         if (!v["ratio"].is_number()) throw core::ConfigError(where, path + ".ratio", "expected a number");
         node["ratio"] = fmt::format("{}", v["ratio"].get<double>());
       }
-      if (device == "nvme" && optimizer) {
-        optimizer_nvme = true;
-        // The swapper's buffers and pipelining (offload_config.py DeepSpeedZeroOffloadOptimizerConfig).
-        if (v.contains("buffer_count")) {
-          if (!v["buffer_count"].is_number_integer()) {
-            throw core::ConfigError(where, path + ".buffer_count", "expected an integer");
-          }
-          node["buffer_count"] = std::to_string(v["buffer_count"].get<long long>());
+      // The NVMe swappers' buffers and pipelining (offload_config.py DeepSpeedZeroOffloadOptimizerConfig and
+      // DeepSpeedZeroOffloadParamConfig); with device cpu DeepSpeed does not use them.
+      const std::vector<const char*> integers =
+          optimizer ? std::vector<const char*>{"buffer_count"} : std::vector<const char*>{"buffer_count", "buffer_size"};
+      const std::vector<const char*> switches =
+          optimizer ? std::vector<const char*>{"pipeline_read", "pipeline_write"} : std::vector<const char*>{};
+      if (device == "nvme" && optimizer) optimizer_nvme = true;
+      for (const char* key : integers) {
+        if (!v.contains(key)) continue;
+        if (device != "nvme") {
+          out.ignored.push_back(path + "." + key);
+          continue;
         }
-        for (const char* key : {"pipeline_read", "pipeline_write"}) {
-          if (!v.contains(key)) continue;
-          if (!v[key].is_boolean()) throw core::ConfigError(where, path + "." + key, "expected true or false");
-          node[key] = v[key].get<bool>() ? "true" : "false";
-        }
+        node[key] = std::to_string(count(v[key], path + "." + key));
       }
+      for (const char* key : switches) {
+        if (!v.contains(key)) continue;
+        if (device != "nvme") {
+          out.ignored.push_back(path + "." + key);
+          continue;
+        }
+        node[key] = flag(v[key], path + "." + key);
+      }
+      if (v.contains("max_in_cpu")) out.ignored.push_back(path + ".max_in_cpu");
       out.overrides.push_back(PlanOverride{plan_key, node, where, path});
     } else if (device != "none") {
       throw core::ConfigError(where, path + ".device", fmt::format("expected cpu, nvme or none, got '{}'", device));
@@ -293,7 +302,11 @@ DeepSpeedExport deepspeed_config_of(const Scenario& s) {
   }
   if (p.offload.params) {
     z["offload_param"] = {{"device", p.offload.params_nvme ? "nvme" : "cpu"}};
-    if (p.offload.params_nvme) z["offload_param"]["nvme_path"] = "/local_nvme";
+    if (p.offload.params_nvme) {
+      z["offload_param"]["nvme_path"] = "/local_nvme";
+      z["offload_param"]["buffer_count"] = p.offload.param_buffer_count;
+      z["offload_param"]["buffer_size"] = static_cast<long long>(p.offload.param_buffer_size);
+    }
   }
   nlohmann::ordered_json j;
   j["train_batch_size"] = p.global_batch;

@@ -573,12 +573,13 @@ core::PlanSpec parse_plan(const ConfigNode& n, PlanDeferred& later) {
     later.offload = o;
   }
   if (auto o = n.find("offload_param")) {
-    o->expect_map({"device", "pin_memory", "nvme_path", "buffer_count", "buffer_size", "max_in_cpu"});
+    o->expect_map({"device", "pin_memory", "nvme_path", "buffer_count", "buffer_size"});
     const std::string device = offload_device(*o);
     p.offload.params = device != "none";
     p.offload.params_nvme = device == "nvme";
-    for (const char* key : {"buffer_count", "buffer_size", "max_in_cpu"}) {
-      if (auto v = o->find(key)) (void)v->as_int(0, std::numeric_limits<long long>::max());
+    if (auto v = o->find("buffer_count")) p.offload.param_buffer_count = static_cast<int>(v->as_int(1, 1024));
+    if (auto v = o->find("buffer_size")) {
+      p.offload.param_buffer_size = static_cast<double>(v->as_int(1, std::numeric_limits<long long>::max()));
     }
     later.offload_param = o;
   }
@@ -864,6 +865,14 @@ void resolve_and_check(Scenario& s, const ConfigNode& root, const PlanDeferred& 
   }
   if (p.offload.delayed_update && !p.offload.optimizer) {
     later.delayed_update->fail("the delayed update is ZeRO-Offload's: it needs the optimizer offloaded (offload_optimizer)");
+  }
+  // The swappers' settings only act on what goes to NVMe.
+  for (const auto& [node, nvme] : {std::pair{&later.offload, p.offload.optimizer_nvme},
+                                   std::pair{&later.offload_param, p.offload.params_nvme}}) {
+    if (!*node || nvme) continue;
+    for (const char* key : {"buffer_count", "buffer_size", "pipeline_read", "pipeline_write"}) {
+      if (auto v = (*node)->find(key)) v->fail(fmt::format("{} sets DeepSpeed's NVMe swapper: it needs device: nvme", key));
+    }
   }
   if (later.sub_group && !p.offload.optimizer_nvme) {
     later.sub_group->fail("sub_group_size sets the sub-groups NVMe offload swaps (offload_optimizer: {device: nvme})");
@@ -1360,7 +1369,12 @@ std::string plan_to_yaml(const core::PlanSpec& p, const core::ClusterSpec& clust
     if (p.offload.optimizer_nvme) o += fmt::format("sub_group_size: {:.0f}\n", p.offload.sub_group);
     if (p.offload.delayed_update) o += "delayed_update: true\n";
   }
-  if (p.offload.params) o += fmt::format("offload_param: {{device: {}}}\n", p.offload.params_nvme ? "nvme" : "cpu");
+  if (p.offload.params_nvme) {
+    o += fmt::format("offload_param: {{device: nvme, buffer_count: {}, buffer_size: {:.0f}}}\n",
+                     p.offload.param_buffer_count, p.offload.param_buffer_size);
+  } else if (p.offload.params) {
+    o += "offload_param: {device: cpu}\n";
+  }
   const auto& c = p.compression;
   if (c.gradients.on() || c.parameters.on() || c.tensor.on() || c.pipeline.on()) {
     o += fmt::format("compression:\n  gradients: {}\n  parameters: {}\n  tensor: {}\n  pipeline: {}\n",

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -109,7 +111,8 @@ TEST(DeepSpeedConfig, NvmeOffloadBecomesThePlan) {
                                "nvme_write: 12GB/s}}\nplan: {micro_batch: 1}\n";
   const auto ds = parse_deepspeed_config(R"({"zero_optimization": {"stage": 3, "sub_group_size": 5e8,
       "offload_optimizer": {"device": "nvme", "nvme_path": "/local_nvme", "pipeline_read": true, "buffer_count": 6},
-      "offload_param": {"device": "nvme", "nvme_path": "/local_nvme"}}})",
+      "offload_param": {"device": "nvme", "nvme_path": "/local_nvme", "buffer_count": 4, "buffer_size": 2e8,
+                        "max_in_cpu": 1e9}}})",
                                          "ds.json");
   const auto s = parse_scenarios(scenario, "s.yaml", ds.overrides).at(0);
   EXPECT_TRUE(s.plan.offload.optimizer_nvme);
@@ -117,6 +120,10 @@ TEST(DeepSpeedConfig, NvmeOffloadBecomesThePlan) {
   EXPECT_TRUE(s.plan.offload.pipeline);
   EXPECT_EQ(s.plan.offload.buffer_count, 6);
   EXPECT_DOUBLE_EQ(s.plan.offload.sub_group, 5e8);
+  EXPECT_EQ(s.plan.offload.param_buffer_count, 4);
+  EXPECT_DOUBLE_EQ(s.plan.offload.param_buffer_size, 2e8);
+  EXPECT_NE(std::find(ds.ignored.begin(), ds.ignored.end(), "zero_optimization.offload_param.max_in_cpu"),
+            ds.ignored.end());
   // ... and back: the config written for the plan says the same.
   const DeepSpeedExport out = deepspeed_config_of(s);
   ASSERT_TRUE(out.refusal.empty()) << out.refusal;
@@ -125,6 +132,12 @@ TEST(DeepSpeedConfig, NvmeOffloadBecomesThePlan) {
   EXPECT_EQ(back.plan.offload.params_nvme, true);
   EXPECT_EQ(back.plan.offload.pipeline, true);
   EXPECT_DOUBLE_EQ(back.plan.offload.sub_group, 5e8);
+  EXPECT_DOUBLE_EQ(back.plan.offload.param_buffer_size, 2e8);
+  // With the optimizer on the CPU DeepSpeed does not use the swapper's settings: listed as not modelled.
+  const auto cpu = parse_deepspeed_config(
+      R"({"zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu", "pipeline_read": true}}})", "ds.json");
+  EXPECT_NE(std::find(cpu.ignored.begin(), cpu.ignored.end(), "zero_optimization.offload_optimizer.pipeline_read"),
+            cpu.ignored.end());
   // Without NVMe offload sub_group_size changes nothing.
   EXPECT_DOUBLE_EQ(parse_scenarios(scenario, "s.yaml",
                                    parse_deepspeed_config(R"({"zero_optimization": {"stage": 3, "sub_group_size": 5e8}})",

@@ -426,6 +426,19 @@ TEST(ScenarioOffload, NvmeNeedsTheNodesDrives) {
   EXPECT_DOUBLE_EQ(s.cluster.host.nvme_read.value(), 24e9);
   expect_error(drives + "  offload_optimizer: {device: nvme, pipeline: true}\n",
                {5, 37, "plan.offload_optimizer.pipeline", "unknown key"});
+  // The swappers' settings act on NVMe only; parameter buffers are the plan's.
+  expect_error(drives + "  offload_optimizer: {device: cpu, pipeline_read: true}\n",
+               {5, 51, "plan.offload_optimizer.pipeline_read", "needs device: nvme"});
+  expect_error(drives + "  offload_optimizer: {device: nvme}\n  offload_param: {device: cpu, buffer_size: 1000}\n",
+               {6, 45, "plan.offload_param.buffer_size", "needs device: nvme"});
+  expect_error(drives + "  offload_optimizer: {device: nvme}\n  offload_param: {device: nvme, max_in_cpu: 1000}\n",
+               {6, 33, "plan.offload_param.max_in_cpu", "unknown key"});
+  const auto buffers = parse_scenarios(drives + "  offload_optimizer: {device: nvme}\n"
+                                                "  offload_param: {device: nvme, buffer_count: 2, buffer_size: 1000}\n",
+                                       "s.yaml")
+                           .at(0);
+  EXPECT_EQ(buffers.plan.offload.param_buffer_count, 2);
+  EXPECT_DOUBLE_EQ(buffers.plan.offload.param_buffer_size, 1000.0);
   // The delayed update is ZeRO-Offload's.
   expect_error(base + "  delayed_update: true\n", {5, 19, "plan.delayed_update", "offload_optimizer"});
   EXPECT_TRUE(parse_scenarios(base + "  offload_optimizer: {device: cpu}\n  delayed_update: true\n", "s.yaml")
@@ -486,6 +499,8 @@ TEST(ScenarioYamlDump, PlansRoundTripThroughTheirScenarioFile) {
       EXPECT_EQ(a.offload.pipeline, b.offload.pipeline) << where;
       EXPECT_EQ(a.offload.sub_group, b.offload.sub_group) << where;
       EXPECT_EQ(a.offload.delayed_update, b.offload.delayed_update) << where;
+      EXPECT_EQ(a.offload.param_buffer_count, b.offload.param_buffer_count) << where;
+      EXPECT_EQ(a.offload.param_buffer_size, b.offload.param_buffer_size) << where;
       EXPECT_EQ(a.compression.gradients.codec, b.compression.gradients.codec) << where;
       EXPECT_EQ(a.compression.parameters.ratio, b.compression.parameters.ratio) << where;
       EXPECT_EQ(a.compression.gradients.compress.value(), b.compression.gradients.compress.value()) << where;
