@@ -140,11 +140,10 @@ std::string host_link_section(const scenario::Scenario& sc, const scenario::Eval
   }
   const auto& off = sc.plan.offload;
   if (off.optimizer_nvme || off.params_nvme) {
-    const double n = sc.cluster.devices_per_node;
+    const strategies::NvmeRates rates = strategies::nvme_share(sc.cluster);
     o += fmt::format("    {:<24}{:>12}  read {:.2f} GB/s, write {:.2f} GB/s per device (the node's drives shared by {}): "
                      "{}{}{} (part of the host's time)\n",
-                     "NVMe (swap files)", "", sc.cluster.host.nvme_read.value() / n / 1e9,
-                     sc.cluster.host.nvme_write.value() / n / 1e9, sc.cluster.devices_per_node,
+                     "NVMe (swap files)", "", rates.read / 1e9, rates.write / 1e9, sc.cluster.devices_per_node,
                      off.optimizer_nvme ? "the fp32 gradients written at the boundary, the optimizer's sub-groups read "
                                           "before CPU Adam and written after"
                                         : "",
