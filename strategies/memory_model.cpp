@@ -68,24 +68,12 @@ OffloadedStates offloaded_state_bytes(double psi, const core::PlanSpec& plan, do
   return out;
 }
 
-bool assembles_units(const core::PlanSpec& plan) {
-  // FSDP's FULL_SHARD and DeepSpeed's ZeRO-3 (DeepSpeedZeroOptimizer_Stage3 and its fetch coordinator) wrap and
-  // hook their units whatever the world size, one rank included.
-  const bool stage3 = plan.zero_stage == 3 && plan.framework != core::Framework::kMegatron;
-  return plan.shards().params > 1 || stage3;
-}
-
 int zero3_live_units(const ModelCosts& costs, const core::ModelSpec& model, const core::PlanSpec& plan) {
   // FSDP's limit_all_gathers lets the next unit's gather run while the current one computes, no further.
   if (plan.framework == core::Framework::kFsdp) return 2;
-  double largest = 0.0;
-  for (const auto& u : costs.units) largest = std::max(largest, u.params);
-  const double unit_bytes = largest * core::dtype_bytes(model.param_dtype);
-  // DeepSpeed prefetches up to stage3_prefetch_bucket_size ahead, bounded by stage3_max_live_parameters;
-  // at unit granularity we always prefetch at least the next unit.
-  const int ahead = std::max(1, static_cast<int>(std::floor(plan.prefetch_bucket.value() / unit_bytes)));
-  const int live_cap = std::max(2, static_cast<int>(std::floor(plan.max_live_parameters.value() / unit_bytes)));
-  return std::min(1 + ahead, live_cap);
+  // DeepSpeed's coordinator prefetches until its live bound holds it (deepspeed_prefetch.hpp).
+  (void)model;
+  return costs.fetch.ahead + 1;
 }
 
 namespace {

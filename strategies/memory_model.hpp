@@ -62,10 +62,6 @@ struct MemoryBreakdown {
   [[nodiscard]] core::Bytes headroom() const { return capacity - total; }
 };
 
-/** @brief Whether parameters are assembled unit by unit before compute (gathered, copied out, hooked): sharded
- *  parameters, or FSDP's FULL_SHARD, which wraps and hooks its units on one rank too. */
-bool assembles_units(const core::PlanSpec& plan);
-
 /** @brief Units of ZeRO-3 parameters kept gathered at once: the one computing plus those prefetched. */
 int zero3_live_units(const ModelCosts& costs, const core::ModelSpec& model, const core::PlanSpec& plan);
 

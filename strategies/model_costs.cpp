@@ -1,5 +1,9 @@
 #include "strategies/model_costs.hpp"
 
+#include <algorithm>
+#include <optional>
+#include <utility>
+
 #include "sim/core/dtype.hpp"
 #include "strategies/kernel_model.hpp"
 
@@ -25,6 +29,28 @@ BlockTraffic block_traffic(const core::ModelSpec& m, const core::PlanSpec& plan)
   bt.scores = plan.flash_attention ? 0.0 : 4.5 * tokens * m.heads * m.seq_len / plan.tp * e;
   return bt;
 }
+
+namespace {
+
+// The coordinator's run depends on the submodules and the plan's four bounds only: a search evaluates many plans
+// that share them, one after another on each thread, so the last run is kept.
+FetchPlan cached_fetch_plan(const ModelCosts& c, std::span<const std::vector<ModuleParams>* const> modules,
+                            const core::PlanSpec& plan, double param_bytes, double largest) {
+  struct Key {
+    std::size_t units = 0;
+    std::vector<ModuleParams> embedding, block, head;
+    std::array<double, 6> bounds{};
+    bool operator==(const Key&) const = default;
+  };
+  thread_local std::optional<std::pair<Key, FetchPlan>> last;
+  Key key{c.units.size(), c.embedding_modules, c.block_modules, c.head_modules,
+          {plan.prefetch_bucket.value(), plan.max_live_parameters.value(), plan.max_reuse_distance.value(),
+           plan.persistence_threshold.value(), param_bytes, largest}};
+  if (!last || !(last->first == key)) last.emplace(std::move(key), deepspeed_fetch_plan(modules, plan, param_bytes, largest));
+  return last->second;
+}
+
+}  // namespace
 
 ModelCosts compute_model_costs(const core::ModelSpec& m, const core::PlanSpec& plan, const core::DeviceSpec* device) {
   ModelCosts out;
@@ -147,6 +173,30 @@ ModelCosts compute_model_costs(const core::ModelSpec& m, const core::PlanSpec& p
     set(blk, times.block);
     set(head, times.head);
   }
+  // The submodules as the forward meets them (Hugging Face LLaMA: input norm, q, k, v, o, post-attention norm,
+  // gate, up, down; GPT-style: norm, fused QKV, dense, norm, two MLP linears; each linear with its bias where the
+  // model has one). Column-parallel biases are split over TP, row-parallel ones (o, down) are not.
+  auto linear = [&](double weight, double bias) { return ModuleParams{{weight, bias}, bias > 0.0 ? 2 : 1}; };
+  const ModuleParams norm{{h, h}, norm_tensors};
+  const bool bias = m.linear_bias;
+  const bool qkv_bias = bias || m.qkv_bias;
+  out.block_modules.push_back(norm);
+  if (m.fused_qkv) {
+    out.block_modules.push_back(linear(h * (h + 2.0 * kv) / t, qkv_bias ? (h + 2.0 * kv) / t : 0.0));
+  } else {
+    out.block_modules.push_back(linear(h * h / t, qkv_bias ? h / t : 0.0));
+    out.block_modules.push_back(linear(h * kv / t, qkv_bias ? kv / t : 0.0));
+    out.block_modules.push_back(linear(h * kv / t, qkv_bias ? kv / t : 0.0));
+  }
+  out.block_modules.push_back(linear(h * h / t, bias ? h : 0.0));
+  out.block_modules.push_back(norm);
+  for (int i = 0; i < (swiglu ? 2 : 1); ++i) out.block_modules.push_back(linear(h * f / t, bias ? f / t : 0.0));
+  out.block_modules.push_back(linear(h * f / t, bias ? h : 0.0));
+  out.embedding_modules.push_back(ModuleParams{{m.vocab * h / t, 0.0}, 1});
+  if (m.position == core::PositionKind::kLearned) out.embedding_modules.push_back(ModuleParams{{s * h, 0.0}, 1});
+  out.head_modules.push_back(norm);
+  if (!m.tied_embeddings) out.head_modules.push_back(ModuleParams{{m.vocab * h / t, 0.0}, 1});
+
   out.units.reserve(static_cast<std::size_t>(m.layers) + 2);
   out.units.push_back(emb);
   for (int i = 0; i < m.layers; ++i) out.units.push_back(blk);
@@ -157,7 +207,23 @@ ModelCosts compute_model_costs(const core::ModelSpec& m, const core::PlanSpec& p
     out.hardware_flops_per_micro += u.fwd_flops + u.bwd_flops + u.recompute_flops;
   }
   out.tp_allreduce_bytes = core::Bytes(tokens * h * e);
+  if (plan.framework == core::Framework::kDeepSpeed && assembles_units(plan)) {
+    std::vector<const std::vector<ModuleParams>*> modules(out.units.size());
+    double largest = 0.0;
+    for (std::size_t u = 0; u < out.units.size(); ++u) {
+      modules[u] = &out.modules_of(u);
+      largest = std::max(largest, out.units[u].params);
+    }
+    out.fetch = cached_fetch_plan(out, modules, plan, e, largest);
+  }
   return out;
+}
+
+bool assembles_units(const core::PlanSpec& plan) {
+  // FSDP's FULL_SHARD and DeepSpeed's ZeRO-3 (DeepSpeedZeroOptimizer_Stage3 and its fetch coordinator) wrap and
+  // hook their units whatever the world size, one rank included.
+  const bool stage3 = plan.zero_stage == 3 && plan.framework != core::Framework::kMegatron;
+  return plan.shards().params > 1 || stage3;
 }
 
 core::Bytes deepspeed_step_bytes(const core::ModelSpec& m, double params) {

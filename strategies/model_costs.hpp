@@ -16,6 +16,7 @@
 #include "sim/core/model_spec.hpp"
 #include "sim/core/plan_spec.hpp"
 #include "sim/core/units.hpp"
+#include "strategies/deepspeed_prefetch.hpp"
 
 namespace shardsim::strategies {
 
@@ -61,6 +62,16 @@ struct UnitCost {
 
 struct ModelCosts {
   std::vector<UnitCost> units;
+  /// The submodules holding parameters of the embedding (unit 0), of each block and of the head (the last unit),
+  /// in the order the forward runs them.
+  std::vector<ModuleParams> embedding_modules, block_modules, head_modules;
+  /** @brief The submodules of unit `u`, in forward order. */
+  [[nodiscard]] const std::vector<ModuleParams>& modules_of(std::size_t u) const {
+    return u == 0 ? embedding_modules : units[u].block ? block_modules : head_modules;
+  }
+  /// DeepSpeed ZeRO-3's fetches of these units under the plan (framework deepspeed, parameters assembled unit by
+  /// unit); empty otherwise
+  FetchPlan fetch;
   double params_per_rank = 0.0;  ///< sum of units[].params
   core::Bytes tp_allreduce_bytes;  ///< payload of one tensor-parallel all-reduce (one micro-batch's b*s*h)
   core::Flops model_flops_per_micro;     ///< per rank, 3x forward, no recomputation
@@ -84,6 +95,10 @@ double cross_entropy_bytes_bwd(double elem_bytes);
 
 ModelCosts compute_model_costs(const core::ModelSpec& model, const core::PlanSpec& plan,
                                const core::DeviceSpec* device = nullptr);
+
+/** @brief Whether parameters are assembled unit by unit before compute (gathered, copied out, hooked): sharded
+ *  parameters, or FSDP's FULL_SHARD, which wraps and hooks its units on one rank too. */
+bool assembles_units(const core::PlanSpec& plan);
 
 /** @brief Bytes of memory traffic for one Adam step on `params` parameters (read master, moments, gradient;
  *  write master, moments, working parameter). */

@@ -169,9 +169,36 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
   const CollectiveOp shard_reduce =
       plan.reduces_buckets_by_all_reduce() ? CollectiveOp::kAllReduce : CollectiveOp::kReduceScatter;
 
-  // What the framework fetches at once: DeepSpeed ZeRO-3 each submodule (hooks on all of them, a gather for those
-  // above its persistence threshold), FSDP the wrapped block (one unit).
-  auto gathers = [&](const UnitCost& c) { return fsdp ? 1 : std::max(1, c.gathered_modules); };
+  // What the framework gathers per unit and pass (0 forward, 1 backward): FSDP the wrapped block, whole, in one
+  // collective; DeepSpeed ZeRO-3 what its coordinator gathers (costs.fetch: the forward gathers every parameter
+  // above the persistence threshold, the backward those released since, in coalesced all-gathers of a submodule's
+  // parameters or of a prefetch), else one gather per submodule holding such a parameter.
+  const FetchPlan* fetch =
+      plan.framework == core::Framework::kDeepSpeed && costs.fetch.units.size() == static_cast<std::size_t>(units)
+          ? &costs.fetch
+          : nullptr;
+  auto gathers = [&](std::size_t u, int pass) {
+    if (fsdp) return 1;
+    if (fetch) return std::max(1, fetch->units[u][static_cast<std::size_t>(pass)].gathers);
+    return std::max(1, costs.units[u].gathered_modules);
+  };
+  // The share of the unit's parameters gathered in the backward: those the forward released (all of them but the
+  // end of the forward's, kept within the reuse distance).
+  auto regathered = [&](std::size_t u) {
+    if (!fetch) return 1.0;
+    const double forward = fetch->units[u][0].elements;
+    return forward > 0.0 ? fetch->units[u][1].elements / forward : 1.0;
+  };
+  // DeepSpeed splits a completed gather of several parameters rank by rank on the host thread, where it first waits
+  // on it (AllGatherCoalescedHandle.wait; MiCS's handle writes the parameters in place).
+  const bool mics = !plan.is_plain_zero() && plan.hierarchy_levels == 0 && sh.params == sh.grads &&
+                    sh.grads == sh.optimizer && sh.params < n && sh.secondary == 0;
+  auto split_s = [&](std::size_t u, Phase phase) {
+    if (!fetch || !gather || mics) return 0.0;
+    const int pass = phase == Phase::kForward ? 0 : 1;
+    const int world = pass == 1 && sh.secondary > 0 ? sh.secondary : sh.params;
+    return fetch->units[u][static_cast<std::size_t>(pass)].split_params * world * cluster.host.gather_split.value();
+  };
   // The framework's host thread, one task per unit and pass: the eager model code (host_block_time) and, where
   // parameters are assembled unit by unit, each fetch's hooks, which also issue the gathers they prefetch.
   // DeepSpeed ZeRO-1/2 visit every parameter's gradient in Python in backward (stage_1_and_2.py: a hook per
@@ -182,6 +209,7 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
     double t = host_block_time(cluster.host, c, phase, plan);
     if (hooked) {
       t += (fsdp ? cluster.host.hook_time(1, c.tensors) : cluster.host.deepspeed_hook_time(c.modules, c.tensors)).value();
+      t += split_s(static_cast<std::size_t>(unit), phase);
     } else if (grad_hooks && phase == Phase::kBackward) {
       t += c.tensors * cluster.host.tensor_hook.value();
     }
@@ -386,7 +414,7 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
     if (!ds_fetch_sync || !h) return;
     std::size_t back = 0;
     for (int v = u - later; v >= 0 && v < units; v -= later) {
-      back += static_cast<std::size_t>(gathers(costs.units[static_cast<std::size_t>(v)]));
+      back += static_cast<std::size_t>(gathers(static_cast<std::size_t>(v), later > 0 ? 0 : 1));
       if (back > kDeepSpeedInFlight) {
         if (const auto r = ready[static_cast<std::size_t>(v)]) g.add_dep(*h, *r);
         return;
@@ -401,7 +429,8 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
       fetch_sync(h, fwd_ready, u, 1);
       TaskId ready = 0;
       if (hooked) {
-        ready = gather_params(c.params, gathers(c), p_group, sh.params, quant.weights, Purpose::kParamGatherFwd, u, mb,
+        ready = gather_params(c.params, gathers(static_cast<std::size_t>(u), 0), p_group, sh.params, quant.weights,
+                              Purpose::kParamGatherFwd, u, mb,
                               u - ahead - 1, fwd_compute, fwd_host[static_cast<std::size_t>(std::max(0, u - ahead))]);
         fwd_ready[static_cast<std::size_t>(u)] = ready;
       }
@@ -409,7 +438,8 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
       if (h) g.add_dep(f, *h);
       if (hooked) {
         g.add_dep(f, ready);
-        g.add_mem(f, true, MemKind::kGatheredParams, core::Bytes(-c.params * pb));
+        // What the forward keeps gathered for the backward stays counted until the backward has run.
+        g.add_mem(f, true, MemKind::kGatheredParams, core::Bytes(-c.params * pb * regathered(static_cast<std::size_t>(u))));
       }
       g.add_mem(f, false, u == units - 1 ? MemKind::kLogits : MemKind::kActivations, c.act_saved);
       fwd_compute[static_cast<std::size_t>(u)] = f;
@@ -424,17 +454,19 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
       const UnitCost& c = costs.units[static_cast<std::size_t>(u)];
       const auto h = bwd_host[static_cast<std::size_t>(u)] = host_work(c, Phase::kBackward, u, mb);
       fetch_sync(h, bwd_ready, u, -1);
-      TaskId ready = 0;
-      if (hooked) {
+      std::optional<TaskId> ready;
+      const double again = regathered(static_cast<std::size_t>(u));
+      if (hooked && again > 0.0) {
         const int wait = u + ahead + 1 < units ? u + ahead + 1 : -1;
         const auto issued_by = bwd_host[static_cast<std::size_t>(std::min(units - 1, u + ahead))];
         // hpZ: the backward gather reads the fp16 secondary copy inside the node; otherwise it repeats the
         // forward's gather (quantised when qwZ is on).
+        const int collectives = gathers(static_cast<std::size_t>(u), 1);
         ready = sh.secondary > 0
-                    ? gather_params(c.params, gathers(c), h_group, sh.secondary, false, Purpose::kParamGatherBwd, u,
-                                    mb, wait, bwd_compute, issued_by)
-                    : gather_params(c.params, gathers(c), p_group, sh.params, quant.weights, Purpose::kParamGatherBwd,
-                                    u, mb, wait, bwd_compute, issued_by);
+                    ? gather_params(c.params * again, collectives, h_group, sh.secondary, false,
+                                    Purpose::kParamGatherBwd, u, mb, wait, bwd_compute, issued_by)
+                    : gather_params(c.params * again, collectives, p_group, sh.params, quant.weights,
+                                    Purpose::kParamGatherBwd, u, mb, wait, bwd_compute, issued_by);
         bwd_ready[static_cast<std::size_t>(u)] = ready;
       }
       TaskId wait_on = 0;
@@ -444,14 +476,14 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
         const TaskId r =
             g.add_compute(role, Phase::kRecompute, u, mb, c.recompute_flops, c.recompute_mem, c.recompute_time);
         if (h) g.add_dep(r, *h);
-        if (hooked) g.add_dep(r, ready);
+        if (ready) g.add_dep(r, *ready);
         if (must_wait) g.add_dep(r, wait_on);
         g.add_mem(r, false, MemKind::kActivations, c.act_transient);
         if (plan.recompute == core::Recompute::kFull) add_tp(u, mb, c.tp_allreduces);
       }
       const TaskId b = g.add_compute(role, Phase::kBackward, u, mb, c.bwd_flops, c.bwd_mem, c.bwd_time);
       if (h && !recompute) g.add_dep(b, *h);
-      if (hooked) g.add_dep(b, ready);
+      if (ready) g.add_dep(b, *ready);
       if (must_wait && !recompute) g.add_dep(b, wait_on);
       if (hooked) g.add_mem(b, true, MemKind::kGatheredParams, core::Bytes(-c.params * pb));
       g.add_mem(b, true, u == units - 1 ? MemKind::kLogits : MemKind::kActivations,

@@ -90,8 +90,8 @@ void set_host_value(Scenario& s, const std::string&, double v) {
 constexpr double kMinScale = core::CollectiveLibrarySpec::kMinLatencyScale;
 constexpr double kMaxScale = core::CollectiveLibrarySpec::kMaxLatencyScale;
 
-const std::array<Kind, 28>& kinds() {
-  static const std::array<Kind, 28> kKinds = {{
+const std::array<Kind, 29>& kinds() {
+  static const std::array<Kind, 29> kKinds = {{
       {"device.gemm_efficiency", "", true, false, 0.2, 0.95, efficiency_source,
        [](const Scenario& s, const std::string&) { return s.cluster.device.gemm_efficiency; },
        [](Scenario& s, const std::string&, double v) { s.cluster.device.gemm_efficiency = v; }},
@@ -135,6 +135,8 @@ const std::array<Kind, 28>& kinds() {
       // From a C++ layout to Python slicing per rank (4.2-16 us per rank and tensor on CUDA tensors, validate/results/).
       {"host.rank_slice", "s", true, false, 0.0, 20e-6, rank_slice_source, host_value<&HostSpec::rank_slice>,
        set_host_value<&HostSpec::rank_slice>},
+      {"host.gather_split", "s", true, false, 0.0, 30e-6, rank_slice_source, host_value<&HostSpec::gather_split>,
+       set_host_value<&HostSpec::gather_split>},
       // From a naive loop to STREAM (~60-80% of the DDR peak); DeepSpeedCPUAdam streams 7 arrays.
       {"host.memory_efficiency", "x", true, false, 0.05, 1.0,
        host_memory_source, [](const Scenario& s, const std::string&) { return s.cluster.host.memory_efficiency; },

@@ -121,6 +121,12 @@ inline constexpr double kFittedMegatronBlockBackwardS = 0.9601e-3;
 /// HostHooks.RankSliceIsTheMedianOfTheLoopMeasurements recomputes it). The same loops on CPU tensors of a 2-core
 /// EPYC cost 1.2-2.4 us (the AMD-EPYC file beside it): a CUDA tensor's view and record_stream cost the host more.
 inline constexpr double kMeasuredRankSliceS = 5.817e-6;
+/// The same script's other loop: the split of a completed gather of several parameters into them
+/// (deepspeed@v0.14.4 runtime/zero/partition_parameters.py AllGatherCoalescedHandle.wait: per parameter, a narrow
+/// of every rank's partition, a torch.cat, a record_stream per rank), timed the same way in the same run: the
+/// median per rank and tensor, 5.87-21.9 us over its 15 configurations (the test
+/// HostHooks.GatherSplitIsTheMedianOfTheLoopMeasurements recomputes it).
+inline constexpr double kMeasuredGatherSplitS = 6.330e-6;
 /// The fraction of the host's memory bandwidth that its memory-bound work reaches (CPU Adam, dtype conversions),
 /// and the Polaris host's time per page fault (HostSpec::page_fault): fitted together on the offload-single set
 /// (fit: ZeRO-3 with CPU Adam on one A100 of Polaris, a 32-core EPYC 7543P host, bare metal; 52.0% -> 3.9% mean
@@ -183,6 +189,9 @@ struct HostSpec {
   /// reduce-scatter (kMeasuredRankSliceS): a cost that grows with the data-parallel group, 1.2 s per micro-batch
   /// for a 7B model on 1,024 ranks.
   Seconds rank_slice{kMeasuredRankSliceS};
+  /// DeepSpeed ZeRO-3's host time per rank and parameter tensor when it splits a completed gather of several
+  /// parameters (kMeasuredGatherSplitS), once per such gather, where the first wait on it runs.
+  Seconds gather_split{kMeasuredGatherSplitS};
   /// The host's staging rate of pageable copies, per direction (kMeasuredPageableD2HBps): a pageable copy costs
   /// its bytes over the link and again at this rate on the host. PyTorch converts dtypes on the CPU when it copies
   /// between host and device, through a pageable temporary: DeepSpeed's fp32 host gradients and its updated

@@ -135,6 +135,9 @@ struct PlanSpec {
   Bytes allgather_bucket{1e9};
   Bytes prefetch_bucket{1e8};
   Bytes max_live_parameters{2e9};
+  /// stage3_max_reuse_distance, 1e9 elements by default (deepspeed@v0.14.4 runtime/zero/config.py): a parameter used
+  /// again within this many elements of the trace stays gathered after its submodule ran
+  Bytes max_reuse_distance{2e9};
   /// DeepSpeed ZeRO-3's stage3_param_persistence_threshold, 1e5 elements by default (deepspeed@v0.14.0
   /// runtime/zero/config.py:200): parameter tensors no larger stay gathered on every rank (norms, biases), so
   /// their modules are never fetched (parameter_offload.py:242-257, mark_persistent_parameters)

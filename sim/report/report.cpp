@@ -222,8 +222,9 @@ std::string render_table(const scenario::Scenario& s, const scenario::Evaluation
                                      s.plan.framework == core::Framework::kDeepSpeed ? "submodule" : "fetch",
                                      c.host.tensor_hook.value() * 1e3,
                                      s.plan.framework == core::Framework::kDeepSpeed
-                                         ? fmt::format("; gradient layout {:.3g} us per rank and tensor",
-                                                       c.host.rank_slice.value() * 1e6)
+                                         ? fmt::format("; gradient layout {:.3g} us and gather split {:.3g} us "
+                                                       "per rank and tensor",
+                                                       c.host.rank_slice.value() * 1e6, c.host.gather_split.value() * 1e6)
                                          : std::string())
                        : std::string(),
                    c.host.hook_source);
@@ -486,6 +487,7 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
                     {"megatron_block_forward_s", c.host.megatron_block_forward.value()},
                     {"megatron_block_backward_s", c.host.megatron_block_backward.value()},
                     {"rank_slice_s", c.host.rank_slice.value()},
+                    {"gather_split_s", c.host.gather_split.value()},
                     {"memory_efficiency", c.host.memory_efficiency},
                     {"pageable_d2h_Bps", c.host.pageable_d2h.value()},
                     {"pageable_h2d_Bps", c.host.pageable_h2d.value()},

@@ -40,7 +40,7 @@ const std::vector<std::string>& zero_keys() {
 // The field a key names (DeepSpeed takes a field's alias and its name alike).
 std::string field_of(const std::string& key) {
   for (const char* alias : {"stage3_prefetch_bucket_size", "stage3_param_persistence_threshold",
-                            "stage3_max_live_parameters"}) {
+                            "stage3_max_live_parameters", "stage3_max_reuse_distance"}) {
     if (key == alias) return key.substr(7);
   }
   return key;
@@ -216,6 +216,12 @@ DeepSpeedPlan parse_deepspeed_config(const std::string& text, const std::string&
       if (!hidden_auto("prefetch_bucket", 0.9, 2)) bucket("prefetch_bucket");
     } else if (field == "max_live_parameters") {
       bucket("max_live_parameters");
+    } else if (field == "max_reuse_distance") {
+      if (v.is_number() && v.get<double>() == 0.0) {
+        add("max_reuse_distance", "0B", path);  // 0: nothing is kept for reuse
+      } else {
+        bucket("max_reuse_distance");
+      }
     } else if (field == "param_persistence_threshold") {
       if (hidden_auto("persistence_threshold", 10.0, 1)) continue;
       // 0 (nothing persists) is DeepSpeed's too
@@ -310,6 +316,7 @@ DeepSpeedExport deepspeed_config_of(const Scenario& s) {
   } else {
     z["stage3_prefetch_bucket_size"] = elements(p.prefetch_bucket);
     z["stage3_max_live_parameters"] = elements(p.max_live_parameters);
+    z["stage3_max_reuse_distance"] = elements(p.max_reuse_distance);
     z["stage3_param_persistence_threshold"] = elements(p.persistence_threshold);
   }
   if (mics > 0) z["mics_shard_size"] = mics;

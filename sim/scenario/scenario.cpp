@@ -146,7 +146,8 @@ void apply_device(const ConfigNode& n, core::DeviceSpec& d) {
 
 void apply_host(const ConfigNode& n, core::HostSpec& h) {
   n.expect_map({"memory", "memory_bandwidth", "link_bandwidth", "fetch_hook", "tensor_hook", "module_hook", "block_forward",
-                "block_backward", "megatron_block_forward", "megatron_block_backward", "rank_slice", "pageable_d2h",
+                "block_backward", "megatron_block_forward", "megatron_block_backward", "rank_slice", "gather_split",
+                "pageable_d2h",
                 "pageable_h2d", "page_fault", "memory_efficiency", "nvme_read", "nvme_write", "nvme_capacity"});
   if (auto v = n.find("memory")) h.memory = v->as_bytes();
   if (auto v = n.find("nvme_read")) h.nvme_read = v->as_bandwidth();
@@ -162,7 +163,8 @@ void apply_host(const ConfigNode& n, core::HostSpec& h) {
                             std::pair{"block_forward", &h.block_forward}, std::pair{"block_backward", &h.block_backward},
                             std::pair{"megatron_block_forward", &h.megatron_block_forward},
                             std::pair{"megatron_block_backward", &h.megatron_block_backward},
-                            std::pair{"rank_slice", &h.rank_slice}, std::pair{"page_fault", &h.page_fault}}) {
+                            std::pair{"rank_slice", &h.rank_slice}, std::pair{"gather_split", &h.gather_split},
+                            std::pair{"page_fault", &h.page_fault}}) {
     if (auto v = n.find(key)) {
       *field = v->as_duration();
       // Host work per block or fetch of a second or more is no training framework: a unit slip (ms for us).
@@ -512,7 +514,8 @@ std::string offload_device(const ConfigNode& o) {
 
 core::PlanSpec parse_plan(const ConfigNode& n, PlanDeferred& later) {
   n.expect_map({"dp", "tp", "pp", "micro_batch", "global_batch", "recompute", "zero_stage", "reduce_bucket",
-                "allgather_bucket", "prefetch_bucket", "max_live_parameters", "persistence_threshold", "ddp_bucket",
+                "allgather_bucket", "prefetch_bucket", "max_live_parameters", "max_reuse_distance", "persistence_threshold",
+                "ddp_bucket",
                 "overlap_comm",
                 "use_multi_rank_bucket_allreduce",
                 "flash_attention", "launch_blocking", "grad_accum_dtype", "collective_algorithm", "workspace",
@@ -538,6 +541,7 @@ core::PlanSpec parse_plan(const ConfigNode& n, PlanDeferred& later) {
   if (auto v = n.find("allgather_bucket")) p.allgather_bucket = v->as_bytes();
   if (auto v = n.find("prefetch_bucket")) p.prefetch_bucket = v->as_bytes();
   if (auto v = n.find("max_live_parameters")) p.max_live_parameters = v->as_bytes();
+  if (auto v = n.find("max_reuse_distance")) p.max_reuse_distance = v->as_bytes(true);
   if (auto v = n.find("persistence_threshold")) p.persistence_threshold = v->as_bytes(true);
   if (auto v = n.find("ddp_bucket")) p.ddp_bucket = v->as_bytes();
   if (auto v = n.find("overlap_comm")) p.overlap_comm = v->as_bool();
@@ -1308,13 +1312,13 @@ std::string cluster_to_yaml(const core::ClusterSpec& c) {
                    c.device.kernel_overhead.value() * 1e6);
   o += fmt::format("host: {{memory: {}, memory_bandwidth: {}GB/s, link_bandwidth: {}GB/s, fetch_hook: {}us, "
                    "tensor_hook: {}us, module_hook: {}us, block_forward: {}us, block_backward: {}us, megatron_block_forward: {}us, "
-                   "megatron_block_backward: {}us, rank_slice: {}us, pageable_d2h: {}GB/s, pageable_h2d: {}GB/s, "
+                   "megatron_block_backward: {}us, rank_slice: {}us, gather_split: {}us, pageable_d2h: {}GB/s, pageable_h2d: {}GB/s, "
                    "page_fault: {}us, memory_efficiency: {}{}}}\n",
                    yaml_bytes(c.host.memory.value()), c.host.memory_bandwidth.value() / 1e9,
                    c.host.link_bandwidth.value() / 1e9, c.host.fetch_hook.value() * 1e6, c.host.tensor_hook.value() * 1e6,
                    c.host.module_hook.value() * 1e6, c.host.block_forward.value() * 1e6, c.host.block_backward.value() * 1e6,
                    c.host.megatron_block_forward.value() * 1e6, c.host.megatron_block_backward.value() * 1e6,
-                   c.host.rank_slice.value() * 1e6, c.host.pageable_d2h.value() / 1e9, c.host.pageable_h2d.value() / 1e9,
+                   c.host.rank_slice.value() * 1e6, c.host.gather_split.value() * 1e6, c.host.pageable_d2h.value() / 1e9, c.host.pageable_h2d.value() / 1e9,
                    c.host.page_fault.value() * 1e6, c.host.memory_efficiency,
                    c.host.has_nvme() ? fmt::format(", nvme_read: {}GB/s, nvme_write: {}GB/s, nvme_capacity: {}",
                                                    c.host.nvme_read.value() / 1e9, c.host.nvme_write.value() / 1e9,
@@ -1369,9 +1373,11 @@ std::string plan_to_yaml(const core::PlanSpec& p, const core::ClusterSpec& clust
     if (q.gradients) o += fmt::format("qgz_hops: [{}]\n", level_list(q.gradient_hops, cluster));
   }
   o += fmt::format("quantization_block: {}\n", q.block);
-  o += fmt::format("reduce_bucket: {}\nallgather_bucket: {}\nprefetch_bucket: {}\nmax_live_parameters: {}\n",
+  o += fmt::format("reduce_bucket: {}\nallgather_bucket: {}\nprefetch_bucket: {}\nmax_live_parameters: {}\n"
+                   "max_reuse_distance: {}\n",
                    yaml_bytes(p.reduce_bucket.value()), yaml_bytes(p.allgather_bucket.value()),
-                   yaml_bytes(p.prefetch_bucket.value()), yaml_bytes(p.max_live_parameters.value()));
+                   yaml_bytes(p.prefetch_bucket.value()), yaml_bytes(p.max_live_parameters.value()),
+                   yaml_bytes(p.max_reuse_distance.value()));
   o += fmt::format("persistence_threshold: {}\nddp_bucket: {}\nworkspace: {}\n", yaml_bytes(p.persistence_threshold.value()),
                    yaml_bytes(p.ddp_bucket.value()), yaml_bytes(p.workspace.value()));
   if (p.overlap_comm) o += fmt::format("overlap_comm: {}\n", *p.overlap_comm);

@@ -83,13 +83,14 @@ TEST(Validate, PaperClaims) {
   };
   const std::map<std::string, Expect> expect = {
       // AMSP v2 (arXiv 2311.00257): ZeRO-3 collapses from 47% to 4% MFU; AMSP 1.46-1.58x MiCS at 1,024 GPUs.
-      // 0.60x -> 0.45x and 1.35x -> 1.93x once DeepSpeed's host waits for the third-last reduction and fetch.
-      {"zero3-13b-8-to-1024", {false, 0.451}},
+      // 0.60x -> 0.45x and 1.35x -> 1.93x once DeepSpeed's host waits for the third-last reduction and fetch;
+      // 0.42x and 1.83x with its coordinator's coalesced prefetches, live bound, reuse distance and gather splits.
+      {"zero3-13b-8-to-1024", {false, 0.421}},
       // MiCS runs as DeepSpeed's ZeRO-3 (its optimizer's step and host work): 0.98-1.00x before.
       {"amsp-over-mics-7b", {false, 1.000}},
       {"amsp-over-mics-13b", {false, 1.017}},
       {"amsp-over-mics-30b", {false, 0.961}},
-      {"amsp-over-zeropp-13b", {false, 1.930}},
+      {"amsp-over-zeropp-13b", {false, 1.832}},
       {"overlap-13b-m1", {true, 0}},
       {"overlap-30b-m1", {true, 0}},
       {"rank-7b-1024", {false, 0}},
@@ -97,8 +98,9 @@ TEST(Validate, PaperClaims) {
       {"amsp-v1-scaling-13b", {true, 0}},
       // Frontier (arXiv 2501.04266): ZeRO++ 1.405x ZeRO-3, the 3-level scheme 1.71x ZeRO++, efficiency 0.94.
       // 1.07x, inside the 25% band by a hair, with RCCL's network steps over Slingshot as NCCL's were measured on
-      // Polaris (1.03x with RCCL's own table)
-      {"frontier-zeropp-over-zero3", {true, 0}},
+      // Polaris (1.03x with RCCL's own table); 1.035x once ZeRO-3 prefetches as DeepSpeed's coordinator does
+      // (coalesced gathers: fewer ring latencies over 384 ranks; the end of the forward kept for the backward).
+      {"frontier-zeropp-over-zero3", {false, 1.035}},
       {"frontier-3level-over-zeropp", {false, 1.000}},
       {"frontier-3level-scaling", {true, 0}},
       // Lassen (arXiv 2409.02423): naive compression +22.5%, hybrid +17.3% TFLOPS/GPU.

@@ -198,7 +198,8 @@ TEST(DeepSpeedConfig, HuggingFaceAutoValuesComeFromTheScenario) {
   const auto ds = parse_deepspeed_config(R"({"train_batch_size": "auto", "train_micro_batch_size_per_gpu": "auto",
       "gradient_accumulation_steps": "auto", "bf16": {"enabled": "auto"}, "gradient_clipping": "auto",
       "zero_optimization": {"stage": 3, "reduce_bucket_size": "auto", "stage3_prefetch_bucket_size": "auto",
-                            "stage3_param_persistence_threshold": "auto", "stage3_max_live_parameters": 1e9}})",
+                            "stage3_param_persistence_threshold": "auto", "stage3_max_live_parameters": 1e9,
+                            "stage3_max_reuse_distance": 3e8}})",
                                          "ds.json");
   EXPECT_EQ(ds.hidden_size_auto.size(), 3u);
   const auto s = load_scenarios_with_deepspeed(scenario, ds).at(0);
@@ -210,6 +211,13 @@ TEST(DeepSpeedConfig, HuggingFaceAutoValuesComeFromTheScenario) {
   EXPECT_DOUBLE_EQ(s.plan.prefetch_bucket.value(), std::floor(0.9 * h * h) * 2.0);
   EXPECT_DOUBLE_EQ(s.plan.persistence_threshold.value(), 10.0 * h * 2.0);
   EXPECT_DOUBLE_EQ(s.plan.max_live_parameters.value(), 2e9);
+  EXPECT_DOUBLE_EQ(s.plan.max_reuse_distance.value(), 6e8);
+  EXPECT_DOUBLE_EQ(load_scenarios_with_deepspeed(
+                       scenario, parse_deepspeed_config(R"({"zero_optimization": {"stage": 3, "max_reuse_distance": 0}})",
+                                                        "ds.json"))
+                       .at(0)
+                       .plan.max_reuse_distance.value(),
+                   0.0);
   // Values that agree with the scenario pass; ones that do not are errors naming the DeepSpeed key.
   auto load = [&](const std::string& json) { return load_scenarios_with_deepspeed(scenario, parse_deepspeed_config(json, "ds.json")); };
   EXPECT_NO_THROW(load(R"({"gradient_accumulation_steps": 4, "bf16": {"enabled": true}, "fp16": {"enabled": false}})"));

@@ -25,6 +25,9 @@ struct Case {
     plan.global_batch = plan.dp * micros;
     plan.zero_stage = stage;
     plan.algorithm = core::CollectiveAlgorithm::kRing;
+    // The papers' schedule, whose volumes the tests derive by hand: every parameter gathered before its forward and
+    // again before its backward (DeepSpeed without its prefetch and reuse, deepspeed_prefetch_test.cpp).
+    plan.prefetch_bucket = plan.max_reuse_distance = core::Bytes(0.0);
   }
   void resolve_zero() { plan.partition = core::PlanSpec{plan}.shards(); }
 

@@ -271,6 +271,21 @@ TEST(HostHooks, RankSliceIsTheMedianOfTheLoopMeasurements) {
   EXPECT_LT(ratio, 256.0);
 }
 
+// The split of a completed multi-parameter gather, timed by the same script in the same run: the median per rank
+// and tensor is the host's gather_split.
+TEST(HostHooks, GatherSplitIsTheMedianOfTheLoopMeasurements) {
+  const auto t = CsvTable::load(std::string(SHARDSIM_SOURCE_DIR) +
+                                "/validate/results/NVIDIA-H100-80GB-HBM3-2026-11-23-ds-host-loops.csv");
+  const std::size_t op = *t.column("op");
+  std::vector<double> per;
+  for (std::size_t r = 0; r < t.rows(); ++r) {
+    if (t.cell(r, op) == "gather_split") per.push_back(t.number(r, *t.column("host_us_per_rank_tensor")));
+  }
+  ASSERT_EQ(per.size(), 15u);
+  std::sort(per.begin(), per.end());
+  EXPECT_NEAR(per[per.size() / 2] * 1e-6 / core::HostSpec().gather_split.value(), 1.0, 1e-3);
+}
+
 // The rows of the shipped validation sets `names` (file names without .yaml) as runs to fit.
 std::vector<Observation> observations_of_sets(std::initializer_list<const char*> names) {
   const std::string dir = std::string(SHARDSIM_SOURCE_DIR) + "/validate/data/";
