@@ -16,6 +16,10 @@ constexpr double us = 1e-6;
 // [guess] Launch and framework time per kernel (a CUDA/HIP launch is a few microseconds; eager PyTorch adds
 // its dispatch), until fitted.
 constexpr double kKernelOverheadGuess = 5.0;
+// GEMMs beside a 16-block copy kernel (NCCL's channel shape; unthrottled and held to 60-180 GB/s) on an H100: the
+// median slowdown of the 12 such rows of validate/results/NVIDIA-H100-80GB-HBM3-2026-11-23-overlap.csv (1.23-1.65;
+// 4-32 blocks: 1.14-1.82). The test DeviceFit.H100CommSlowdownIsItsMeasurement recomputes it.
+constexpr double kMeasuredH100CommSlowdown = 1.367;
 
 void set_peak(core::DeviceSpec& d, Dtype t, double flops_per_s) { d.peak[static_cast<int>(t)] = FlopPerSec(flops_per_s); }
 
@@ -88,6 +92,10 @@ core::ClusterSpec make_frontier() {
   d.attention_efficiency = 53.535 / 181.05;
   d.attention_backward_efficiency = 44.415 / 181.05;
   d.compute_units = 110;       // 110 CUs per GCD (F1)
+  // [guess] as measured on the H100: RCCL's channels are kernels too, taking CUs from a GEMM's waves as NCCL's take
+  // SMs. AMD's study of concurrent GEMMs and collectives on MI300X finds the pair realising 21% of the ideal overlap
+  // on average (arXiv 2412.14335, abstract): if anything more than this.
+  d.comm_compute_slowdown = kMeasuredH100CommSlowdown;
   d.kernel_overhead = Seconds(kKernelOverheadGuess * us);
   d.runtime_reserved = core::Bytes(0.5 * core::kGiB);  // [guess] HIP context + RCCL channels
   d.source = "F1, F3";
@@ -185,10 +193,7 @@ core::ClusterSpec make_dgx_h100() {
   d.attention_efficiency = 0.2224;            // +- 0.0058, causal flash forward
   d.attention_backward_efficiency = 0.1748;   // +- 0.0041
   d.kernel_overhead = Seconds(9.5209 * us);   // torch.add_ on a tiny tensor, eager, back to back
-  // GEMMs beside a 16-block copy kernel (NCCL's channel shape; unthrottled and held to 60-180 GB/s) on the same
-  // H100: median slowdown of the 12 such rows of validate/results/NVIDIA-H100-80GB-HBM3-2026-11-23-overlap.csv
-  // (1.23-1.65; 4-32 blocks: 1.14-1.82). The test Presets.H100CommSlowdownIsItsMeasurement recomputes it.
-  d.comm_compute_slowdown = 1.367;
+  d.comm_compute_slowdown = kMeasuredH100CommSlowdown;
   d.efficiency_source = "calibrated on an H100 SXM: validate/results/NVIDIA-H100-80GB-HBM3-2026-11-23.yaml";
   // shardsim's codec kernels on the same H100 (core::kH100ZfpCompressBps and beside it).
   d.codec = core::CodecRates{BytesPerSec(core::kH100ZfpCompressBps), BytesPerSec(core::kH100ZfpDecompressBps),
@@ -242,7 +247,7 @@ core::DeviceSpec a100(const char* name, double hbm_gib, double hbm_gbps) {
   d.compute_units = 108;       // 108 SMs (A1)
   // [guess] as measured on the H100 (validate/results/NVIDIA-H100-80GB-HBM3-2026-11-23-overlap.csv): NCCL's
   // channels are the same kernels, taking SMs from a GEMM's waves, on a GPU with 108 SMs instead of 132.
-  d.comm_compute_slowdown = 1.367;
+  d.comm_compute_slowdown = kMeasuredH100CommSlowdown;
   d.kernel_overhead = Seconds(kKernelOverheadGuess * us);
   d.runtime_reserved = core::Bytes(0.5 * core::kGiB);  // [guess] CUDA context + NCCL
   d.source = "A1 (NVIDIA A100 datasheet)";
