@@ -422,10 +422,15 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
     }
   };
 
+  // DeepSpeed ZeRO-3 ends each backward by reducing the last bucket and waiting for its reduction stream
+  // (deepspeed@v0.14.4 runtime/zero/stage3.py:1082-1088, independent_gradient_partition_epilogue): the host issues
+  // the next micro-batch's first fetches only once the last reduction is done.
+  const bool epilogue_sync = ds_stage3 && hooked;
   for (int mb = 0; mb < micros; ++mb) {
     for (int u = 0; u < units; ++u) {
       const UnitCost& c = costs.units[static_cast<std::size_t>(u)];
       const auto h = fwd_host[static_cast<std::size_t>(u)] = host_work(c, Phase::kForward, u, mb);
+      if (epilogue_sync && u == 0 && mb > 0 && h && !reduce_ends.empty()) g.add_dep(*h, reduce_ends.back());
       fetch_sync(h, fwd_ready, u, 1);
       TaskId ready = 0;
       if (hooked) {

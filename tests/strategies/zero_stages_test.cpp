@@ -360,6 +360,31 @@ TEST(ZeroStages, DeepSpeedSplitsCoalescedGathersPerRank) {
   EXPECT_NEAR(split_s(64, true), 0.0, 1e-12);
 }
 
+// DeepSpeed ZeRO-3 waits for its reduction stream at the end of every backward (independent_gradient_partition_
+// epilogue): the next micro-batch's first host work, which issues its first fetches, follows the last reduction.
+TEST(ZeroStages, DeepSpeedWaitsForTheLastReductionBeforeTheNextMicroBatch) {
+  auto first_host_waits_on_reduction = [](core::Framework framework) {
+    Lowered z(3, 2);
+    z.plan.framework = framework;
+    z.costs = compute_model_costs(z.model, z.plan);
+    z.g = graph::TaskGraph();
+    PartitionedStrategy().lower(LoweringInput{z.model, z.cluster, z.plan, z.costs}, z.g);
+    for (TaskId id = 0; id < z.g.size(); ++id) {
+      const auto& t = z.g.tasks()[id];
+      if (t.purpose != Purpose::kFramework || t.micro != 1 || t.unit != 0 || t.phase != graph::Phase::kForward) continue;
+      for (TaskId d : z.g.deps(id)) {
+        const auto& dep = z.g.tasks()[d];
+        if (dep.purpose == Purpose::kGradReduce && dep.micro == 0) return true;
+      }
+      return false;
+    }
+    ADD_FAILURE() << "no forward host task of micro-batch 1";
+    return false;
+  };
+  EXPECT_TRUE(first_host_waits_on_reduction(core::Framework::kDeepSpeed));
+  EXPECT_FALSE(first_host_waits_on_reduction(core::Framework::kFsdp));
+}
+
 // FSDP (FULL_SHARD, a unit per decoder layer): one all-gather per unit and pass, each unit's gradients
 // reduce-scattered after its backward, one fetch's hooks per unit, the next unit's gather in flight at most.
 TEST(ZeroStages, FsdpGathersAndReducesPerWrappedBlock) {
