@@ -176,4 +176,15 @@ FetchPlan deepspeed_fetch_plan(std::span<const std::vector<ModuleParams>* const>
   return out;
 }
 
+FetchTotals totals(const FetchPlan& plan) {
+  FetchTotals t;
+  for (const auto& u : plan.units) {
+    t.gathers += u[0].gathers + u[1].gathers;
+    t.split_params += u[0].split_params + u[1].split_params;
+    t.forward_elements += u[0].elements;
+    t.kept_elements += u[0].elements - u[1].elements;
+  }
+  return t;
+}
+
 }  // namespace shardsim::strategies

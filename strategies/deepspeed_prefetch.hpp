@@ -52,6 +52,15 @@ struct FetchPlan {
   int ahead = 0;
 };
 
+/// One step's fetches, summed over the units.
+struct FetchTotals {
+  int gathers = 0;       ///< coalesced all-gathers, forward and backward
+  int split_params = 0;  ///< parameters split out of gathers of several
+  double forward_elements = 0.0;
+  double kept_elements = 0.0;  ///< gathered in the forward and not again in the backward
+};
+FetchTotals totals(const FetchPlan& plan);
+
 /** @brief DeepSpeed ZeRO-3's fetches over one step of the units whose submodules are `units` (in forward order),
  *  under `plan` (its prefetch bucket, live and reuse bounds and persistence threshold, converted to elements at
  *  `param_bytes` each); `largest_unit` is the most parameters one unit holds. */

@@ -56,6 +56,12 @@ std::string compression_line(const core::CompressionPlan& c) {
   return out;
 }
 
+// What DeepSpeed ZeRO-3's fetch coordinator does in one micro-batch, where the plan gathers parameters.
+std::optional<strategies::FetchTotals> deepspeed_fetches(const scenario::Scenario& s, const scenario::Evaluation& ev) {
+  if (ev.costs.fetch.units.empty() || s.plan.shards().params <= 1 || s.plan.pp > 1) return std::nullopt;
+  return strategies::totals(ev.costs.fetch);
+}
+
 std::string plan_line(const scenario::Scenario& s, const scenario::Evaluation& ev) {
   const auto& p = s.plan;
   const std::string offload =
@@ -229,6 +235,13 @@ std::string render_table(const scenario::Scenario& s, const scenario::Evaluation
                        : std::string(),
                    c.host.hook_source);
   o += fmt::format("plan      {}\n", plan_line(s, ev));
+  if (const auto f = deepspeed_fetches(s, ev)) {
+    o += fmt::format("fetches   DeepSpeed's coordinator: {} all-gathers per micro-batch ({} parameters in coalesced ones, "
+                     "split per rank on the host), {} units ahead (stage3_max_live_parameters), {:.1f}% of the "
+                     "parameters kept from the forward for the backward (stage3_max_reuse_distance)\n",
+                     f->gathers, f->split_params, ev.costs.fetch.ahead,
+                     f->forward_elements > 0.0 ? 100.0 * f->kept_elements / f->forward_elements : 0.0);
+  }
   o += fmt::format("engine    {} ({} tasks)\n\n", engine::engine_name(s.engine), ev.tasks);
 
   const double t = ev.run.iteration_time.value();
@@ -519,6 +532,14 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
                {"flash_attention", p.flash_attention},
                {"collective_algorithm", core::algorithm_name(p.algorithm)},
                {"compression", compression_line(p.compression)}};
+  if (const auto f = deepspeed_fetches(s, ev)) {
+    j["plan"]["deepspeed_fetches"] = {{"all_gathers_per_micro_batch", f->gathers},
+                                      {"split_parameters", f->split_params},
+                                      {"units_ahead", ev.costs.fetch.ahead},
+                                      {"peak_live_elements", ev.costs.fetch.peak_live_elements},
+                                      {"kept_for_backward_elements", f->kept_elements},
+                                      {"forward_elements", f->forward_elements}};
+  }
   j["engine"] = engine::engine_name(s.engine);
   j["tasks"] = ev.tasks;
   j["performance"] = {{"iteration_time_s", ev.run.iteration_time.value()},

@@ -220,6 +220,15 @@ TEST(Cli, JsonDocumentsShareOneHeadAndRunResultsAreAlwaysAnArray) {
       ASSERT_TRUE(j["results"].is_array()) << c.args;
       results.push_back(j["results"].size());
       for (const auto& x : j["results"]) EXPECT_TRUE(x["performance"].contains("iteration_time_s"));
+      // DeepSpeed ZeRO-3 on 384 GCDs says what its fetch coordinator does; ZeRO-2 gathers nothing.
+      const auto& first = j["results"][0]["plan"];
+      if (c.args.find("frontier") != std::string::npos) {
+        ASSERT_TRUE(first.contains("deepspeed_fetches")) << first.dump();
+        EXPECT_GT(first["deepspeed_fetches"]["all_gathers_per_micro_batch"].get<int>(), 0);
+        EXPECT_GE(first["deepspeed_fetches"]["units_ahead"].get<int>(), 1);
+      } else {
+        EXPECT_FALSE(first.contains("deepspeed_fetches")) << first.dump();
+      }
     }
   }
   EXPECT_EQ(results, (std::vector<std::size_t>{1, 3}));
