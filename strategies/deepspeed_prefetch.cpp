@@ -104,6 +104,7 @@ FetchPlan deepspeed_fetch_plan(std::span<const std::vector<ModuleParams>* const>
   };
 
   std::vector<int> chosen;
+  bool prefetched = false;
   for (std::size_t s = 0; s < steps.size(); ++s) {
     const Step& st = steps[s];
     const int step = static_cast<int>(s);
@@ -152,7 +153,10 @@ FetchPlan deepspeed_fetch_plan(std::span<const std::vector<ModuleParams>* const>
           numel += params[qi].numel;
         }
       }
-      if (!chosen.empty()) gather(chosen);
+      if (!chosen.empty()) {
+        gather(chosen);
+        prefetched = true;
+      }
     }
     // Release after the submodule ran (the step counter has moved on): not what a prefetch already passed a
     // later use of, nor what the trace uses again within the reuse distance.
@@ -170,7 +174,8 @@ FetchPlan deepspeed_fetch_plan(std::span<const std::vector<ModuleParams>* const>
     }
   }
 
-  if (bucket > 0.0 && largest_unit > 0.0) {
+  // At unit granularity a coordinator that prefetches at all has the next unit's first gathers in flight.
+  if (prefetched && largest_unit > 0.0) {
     out.ahead = std::max(1, static_cast<int>(std::floor(out.peak_live_elements / largest_unit)) - 1);
   }
   return out;

@@ -81,6 +81,9 @@ TEST(DeepSpeedPrefetch, TheLiveBoundHoldsThePrefetch) {
   EXPECT_GE(c.fetch.ahead, 2);  // 1e9 elements hold three of LLaMA-13B's 0.32e9-element blocks
   p.max_live_parameters = core::Bytes(2.0 * 4e8);
   EXPECT_LT(costs_of("llama-13b", p).fetch.ahead, c.fetch.ahead);
+  // No live budget, no prefetch: each submodule gathers its own parameters when it runs.
+  p.max_live_parameters = core::Bytes(0.0);
+  EXPECT_EQ(costs_of("llama-13b", p).fetch.ahead, 0);
 }
 
 // What the trace uses again within stage3_max_reuse_distance stays gathered: a model smaller than half the distance
