@@ -166,9 +166,9 @@ FetchPlan deepspeed_fetch_plan(std::span<const std::vector<ModuleParams>* const>
       if (params[pi].persist || status[pi] != Status::kAvailable) continue;
       if (fetched_for[pi] > next) continue;
       const int again = st.pass == 0 ? params[pi].uses[1] : -1;
-      if (again > step && before[static_cast<std::size_t>(again)] - before[static_cast<std::size_t>(next)] < max_reuse) {
-        continue;
-      }
+      const bool reused_soon = again > step && before[static_cast<std::size_t>(again)] -
+                                                   before[static_cast<std::size_t>(next)] < max_reuse;
+      if (reused_soon) continue;
       status[pi] = Status::kNotAvailable;
       available -= params[pi].numel;
     }

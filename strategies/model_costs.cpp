@@ -46,7 +46,9 @@ FetchPlan cached_fetch_plan(const ModelCosts& c, std::span<const std::vector<Mod
   Key key{c.units.size(), c.embedding_modules, c.block_modules, c.head_modules,
           {plan.prefetch_bucket.value(), plan.max_live_parameters.value(), plan.max_reuse_distance.value(),
            plan.persistence_threshold.value(), param_bytes, largest}};
-  if (!last || !(last->first == key)) last.emplace(std::move(key), deepspeed_fetch_plan(modules, plan, param_bytes, largest));
+  if (!last || !(last->first == key)) {
+    last.emplace(std::move(key), deepspeed_fetch_plan(modules, plan, param_bytes, largest));
+  }
   return last->second;
 }
 

@@ -444,7 +444,8 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
       if (hooked) {
         g.add_dep(f, ready);
         // What the forward keeps gathered for the backward stays counted until the backward has run.
-        g.add_mem(f, true, MemKind::kGatheredParams, core::Bytes(-c.params * pb * regathered(static_cast<std::size_t>(u))));
+        g.add_mem(f, true, MemKind::kGatheredParams,
+                  core::Bytes(-c.params * pb * regathered(static_cast<std::size_t>(u))));
       }
       g.add_mem(f, false, u == units - 1 ? MemKind::kLogits : MemKind::kActivations, c.act_saved);
       fwd_compute[static_cast<std::size_t>(u)] = f;

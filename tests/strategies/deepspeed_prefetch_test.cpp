@@ -24,7 +24,10 @@ ModelCosts costs_of(const char* preset, const core::PlanSpec& p) {
 double gatherable(const ModelCosts& c, std::size_t u, double threshold) {
   double n = 0.0;
   for (const ModuleParams& m : c.modules_of(u)) {
-    for (int j = 0; j < m.count; ++j) n += m.tensors[static_cast<std::size_t>(j)] > threshold ? m.tensors[static_cast<std::size_t>(j)] : 0.0;
+    for (int j = 0; j < m.count; ++j) {
+      const double t = m.tensors[static_cast<std::size_t>(j)];
+      n += t > threshold ? t : 0.0;
+    }
   }
   return n;
 }
