@@ -213,7 +213,11 @@ DeepSpeedPlan parse_deepspeed_config(const std::string& text, const std::string&
     } else if (key == "allgather_bucket_size") {
       bucket("allgather_bucket");
     } else if (field == "prefetch_bucket_size") {
-      if (!hidden_auto("prefetch_bucket", 0.9, 2)) bucket("prefetch_bucket");
+      if (v.is_number() && v.get<double>() == 0.0) {
+        add("prefetch_bucket", "0B", path);  // 0: the coordinator prefetches nothing
+      } else if (!hidden_auto("prefetch_bucket", 0.9, 2)) {
+        bucket("prefetch_bucket");
+      }
     } else if (field == "max_live_parameters") {
       bucket("max_live_parameters");
     } else if (field == "max_reuse_distance") {

@@ -539,7 +539,7 @@ core::PlanSpec parse_plan(const ConfigNode& n, PlanDeferred& later) {
   if (auto v = n.find("zero_stage")) p.zero_stage = static_cast<int>(v->as_int(0, 3));
   if (auto v = n.find("reduce_bucket")) p.reduce_bucket = v->as_bytes();
   if (auto v = n.find("allgather_bucket")) p.allgather_bucket = v->as_bytes();
-  if (auto v = n.find("prefetch_bucket")) p.prefetch_bucket = v->as_bytes();
+  if (auto v = n.find("prefetch_bucket")) p.prefetch_bucket = v->as_bytes(true);  // 0: no prefetch
   if (auto v = n.find("max_live_parameters")) p.max_live_parameters = v->as_bytes();
   if (auto v = n.find("max_reuse_distance")) p.max_reuse_distance = v->as_bytes(true);
   if (auto v = n.find("persistence_threshold")) p.persistence_threshold = v->as_bytes(true);

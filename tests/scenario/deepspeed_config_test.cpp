@@ -218,6 +218,12 @@ TEST(DeepSpeedConfig, HuggingFaceAutoValuesComeFromTheScenario) {
                        .at(0)
                        .plan.max_reuse_distance.value(),
                    0.0);
+  EXPECT_DOUBLE_EQ(load_scenarios_with_deepspeed(
+                       scenario, parse_deepspeed_config(R"({"zero_optimization": {"stage": 3, "prefetch_bucket_size": 0}})",
+                                                        "ds.json"))
+                       .at(0)
+                       .plan.prefetch_bucket.value(),
+                   0.0);
   // Values that agree with the scenario pass; ones that do not are errors naming the DeepSpeed key.
   auto load = [&](const std::string& json) { return load_scenarios_with_deepspeed(scenario, parse_deepspeed_config(json, "ds.json")); };
   EXPECT_NO_THROW(load(R"({"gradient_accumulation_steps": 4, "bf16": {"enabled": true}, "fp16": {"enabled": false}})"));
