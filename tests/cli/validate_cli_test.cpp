@@ -39,9 +39,12 @@ TEST(Validate, EveryShippedSetRunsAndNoRowThatRanIsRefused) {
                                                {"offload-polaris", 24}, {"offload-single", 10}, {"seed-ratios", 0}, {"megatron-selene", 10},
                                                {"llm-runs-a100", 4}, {"h100-llama-steps", 36},
                                                {"h100-fsdp-steps", 12}, {"h100-deepspeed-fit", 33},
-                                               {"h100-deepspeed-steps", 36}, {"torchtitan-fsdp", 3}};
+                                               {"h100-deepspeed-steps", 36}, {"torchtitan-fsdp", 3},
+                                               {"mosaic-mpt-a100", 58}};
   // Gaps the model has today, each with the reason it gives: a row that ran but that the model cannot take.
-  const std::map<std::string, std::string> known_refused = {};
+  const std::map<std::string, std::string> known_refused = {
+      // 30B at 8,192 tokens on 8 A100-80GB ran; the memory model (a 1 GiB workspace allowance, a guess) is 1% over.
+      {"mosaic-mpt-a100/30b-s8192-mb1", "does not fit in memory although it ran"}};
   for (const auto& s : j["sets"]) {
     const std::string id = s["set"];
     ASSERT_TRUE(compared.count(id)) << "new set " << id << ": add it here";
