@@ -246,6 +246,11 @@ core::DeviceSpec a100(const char* name, double hbm_gib, double hbm_gbps) {
   d.gemm_efficiency = 0.70;    // [guess] until fitted (validate/data: vtrain-single is the A100 fit set)
   d.memory_efficiency = 0.80;  // [guess]
   d.compute_units = 108;       // 108 SMs (A1)
+  // Causal flash attention, forward and backward: fitted (core::kFittedA100AttentionForward and beside it).
+  d.attention_efficiency = core::kFittedA100AttentionForward;
+  d.attention_backward_efficiency = core::kFittedA100AttentionBackward;
+  d.efficiency_source =
+      "GEMM ceiling and memory-bound [guess]; flash attention fitted on mosaic-mpt-a100-long (MosaicML's MPT runs)";
   // [guess] as measured on the H100 (validate/results/NVIDIA-H100-80GB-HBM3-2026-11-23-overlap.csv): NCCL's
   // channels are the same kernels, taking SMs from a GEMM's waves, on a GPU with 108 SMs instead of 132.
   d.comm_compute_slowdown = kMeasuredH100CommSlowdown;

@@ -78,6 +78,17 @@ struct DeviceSpec {
   [[nodiscard]] std::optional<FlopPerSec> peak_for(Dtype d) const { return peak[static_cast<int>(d)]; }
 };
 
+/// The A100's causal flash-attention efficiencies, forward and backward (its A800 and 40 GB parts too): fitted on the
+/// mosaic-mpt-a100-long set (fit: MosaicML's MPT benchmarks on 8 A100-80GB at 8,192-65,536 tokens,
+/// mosaicml/llm-foundry@5e85bd6, with llm-foundry's FlashAttention kernel; 47.5% -> 3.5% mean error there), their
+/// runs of 512-4,096 tokens, torchtitan's FSDP2 runs (FlashAttention-2 through PyTorch) and AMSP's A800 runs held
+/// out (7.7% -> 8.4%, 4.4% -> 3.1%, 91.2% -> 87.3%): `shardsim calibrate --set mosaic-mpt-a100-long mosaic-mpt-a100
+/// torchtitan-fsdp amsp-v2 --fit device.attention_efficiency,device.attention_backward_efficiency` (the test
+/// DeviceFit.A100AttentionIsTheFitToMosaicsLongSequences refits them). The backward is well determined (+-0.015);
+/// the forward, a fifth of attention's work, loosely (+-0.15).
+inline constexpr double kFittedA100AttentionForward = 0.6202;
+inline constexpr double kFittedA100AttentionBackward = 0.2676;
+
 /** @brief The codec kernels' throughput on `d`: its own measurement where it has one, else the H100's scaled by
  *  compute units (the kernels' integer work runs on 64 INT32 lanes per SM on V100, A100 and H100 and per CU on
  *  CDNA2; clocks are not counted [guess]); a device of unknown compute units takes the H100's as they are. */

@@ -40,11 +40,12 @@ TEST(Validate, EveryShippedSetRunsAndNoRowThatRanIsRefused) {
                                                {"llm-runs-a100", 4}, {"h100-llama-steps", 36},
                                                {"h100-fsdp-steps", 12}, {"h100-deepspeed-fit", 33},
                                                {"h100-deepspeed-steps", 36}, {"torchtitan-fsdp", 3},
-                                               {"mosaic-mpt-a100", 58}, {"mosaic-mpt-h100", 69}};
+                                               {"mosaic-mpt-a100", 31}, {"mosaic-mpt-a100-long", 27},
+                                               {"mosaic-mpt-h100", 69}};
   // Gaps the model has today, each with the reason it gives: a row that ran but that the model cannot take.
   const std::map<std::string, std::string> known_refused = {
       // 30B at 8,192 tokens on 8 A100-80GB ran; the memory model (a 1 GiB workspace allowance, a guess) is 1% over.
-      {"mosaic-mpt-a100/30b-s8192-mb1", "does not fit in memory although it ran"},
+      {"mosaic-mpt-a100-long/30b-s8192-mb1", "does not fit in memory although it ran"},
       {"mosaic-mpt-h100/30b-s8192-g8-mb1", "does not fit in memory although it ran"}};
   for (const auto& s : j["sets"]) {
     const std::string id = s["set"];
@@ -88,13 +89,14 @@ TEST(Validate, PaperClaims) {
   const std::map<std::string, Expect> expect = {
       // AMSP v2 (arXiv 2311.00257): ZeRO-3 collapses from 47% to 4% MFU; AMSP 1.46-1.58x MiCS at 1,024 GPUs.
       // 0.60x -> 0.45x and 1.35x -> 1.93x once DeepSpeed's host waits for the third-last reduction and fetch;
-      // 0.42x and 1.83x with its coordinator's coalesced prefetches, live bound, reuse distance and gather splits.
-      {"zero3-13b-8-to-1024", {false, 0.421}},
+      // 0.42x and 1.83x with its coordinator's coalesced prefetches, live bound, reuse distance and gather splits;
+      // 0.46x and 1.72x with the A100's flash attention fitted (the one-node run slows more than the 1,024-GPU one).
+      {"zero3-13b-8-to-1024", {false, 0.456}},
       // MiCS runs as DeepSpeed's ZeRO-3 (its optimizer's step and host work): 0.98-1.00x before.
       {"amsp-over-mics-7b", {false, 1.000}},
       {"amsp-over-mics-13b", {false, 1.017}},
       {"amsp-over-mics-30b", {false, 0.961}},
-      {"amsp-over-zeropp-13b", {false, 1.832}},
+      {"amsp-over-zeropp-13b", {false, 1.720}},
       {"overlap-13b-m1", {true, 0}},
       {"overlap-30b-m1", {true, 0}},
       {"rank-7b-1024", {false, 0}},

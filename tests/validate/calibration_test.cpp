@@ -342,6 +342,23 @@ TEST(HostHooks, MegatronBlocksAreTheFitToVtrainSingle) {
   EXPECT_LT(f.fit_before.mean_abs, 0.09);
 }
 
+// The A100's flash-attention efficiencies are the fit to MosaicML's long-sequence runs (the fit set), from the
+// GEMM ceiling they stood at; the short-sequence runs and torchtitan's held out.
+TEST(DeviceFit, A100AttentionIsTheFitToMosaicsLongSequences) {
+  std::vector<Observation> obs = observations_of_sets({"mosaic_mpt_a100_long", "torchtitan_fsdp"});
+  for (auto& o : obs) {
+    o.scenario.cluster.device.attention_efficiency = 0.70;
+    o.scenario.cluster.device.attention_backward_efficiency = 0.70;
+  }
+  const RunFit f = fit_runs(obs, {"device.attention_efficiency", "device.attention_backward_efficiency"},
+                            engine::EngineKind::kAnalytical);
+  ASSERT_EQ(f.fit.values.size(), 2u);
+  EXPECT_NEAR(f.fit.values[0] / core::kFittedA100AttentionForward, 1.0, 0.01);
+  EXPECT_NEAR(f.fit.values[1] / core::kFittedA100AttentionBackward, 1.0, 0.01);
+  EXPECT_LT(f.fit_after.mean_abs, 0.05);
+  EXPECT_LT(f.check_after.mean_abs, f.check_before.mean_abs);
+}
+
 // The H100's slowdown of compute beside collectives is the median of the measured GEMMs beside a 16-block copy
 // kernel (NCCL's usual channel count), unthrottled and held to a link's pace.
 TEST(DeviceFit, H100CommSlowdownIsItsMeasurement) {
