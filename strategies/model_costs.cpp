@@ -88,10 +88,12 @@ ModelCosts compute_model_costs(const core::ModelSpec& m, const core::PlanSpec& p
   // Activations (Korthikanti et al. 2022, generalised): replicated 10 sbh (LN inputs/outputs, 2 dropout
   // masks); sharded: Q, K, V and the attention context (2sbh + 2 x 2sb*kv + 2sbh in 16-bit), the MLP
   // intermediates (GeLU: 2 x 2sbf = 16sbh at f = 4h; SwiGLU: 3 x 2sbf); scores 5as^2b unless flash/selective.
-  const double replicated = tokens * h * (4.0 * e + 2.0);  // 10 sbh at e = 2
+  // Without dropout (m.dropout false) neither the two masks nor the probabilities' mask are kept.
+  const double masks = m.dropout ? 1.0 : 0.0;
+  const double replicated = tokens * h * (4.0 * e + 2.0 * masks);  // 10 sbh at e = 2
   const double attn_sharded = tokens * (2.0 * h + 2.0 * kv) * e;  // 8 sbh for MHA at e = 2
   const double mlp_sharded = tokens * f * (swiglu ? 3.0 : 2.0) * e;
-  const double score_bytes = 2.5 * e * tokens * a * s;  // 5as^2b at e = 2
+  const double score_bytes = (2.0 * e + masks) * tokens * a * s;  // 5as^2b at e = 2 (scores, softmax, mask)
   // Sequence parallelism splits the replicated part along the sequence too (Korthikanti et al. 2022, Sec. 4.2.2:
   // sbh(34/t + 5as/(ht))).
   const double full_block = (plan.sequence_parallel ? replicated / t : replicated) + (attn_sharded + mlp_sharded) / t;

@@ -82,6 +82,7 @@ ModelSpec make_gpt_neox_20b() {
   m.position = PositionKind::kRotary;
   m.linear_bias = true;
   m.tied_embeddings = false;
+  m.dropout = false;  // "hidden-dropout": 0, "attention-dropout": 0 (EleutherAI/gpt-neox@252ddc52 configs/20B.yml)
   m.param_dtype = Dtype::kFp16;  // trained in fp16 (V100-era mixed precision)
   m.grad_dtype = Dtype::kFp16;
   m.source = "Black et al. 2022, GPT-NeoX-20B (arXiv 2204.06745), Table 1; HF EleutherAI/gpt-neox-20b config.json";
@@ -117,6 +118,7 @@ ModelSpec make_llama2(const char* name, int layers, int hidden, int heads, int k
   m.param_dtype = Dtype::kBf16;
   m.grad_dtype = Dtype::kBf16;
   m.fused_qkv = false;  // q_proj, k_proj, v_proj (HF LlamaAttention)
+  m.dropout = false;    // attention_dropout 0.0, the only dropout HF's LLaMA has (LlamaConfig)
   m.source = "Touvron et al. 2023, Llama 2 (arXiv 2307.09288), Table 1; HF meta-llama config.json";
   return m;
 }

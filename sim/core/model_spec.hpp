@@ -31,6 +31,10 @@ struct ModelSpec {
   bool tied_embeddings = false;
   bool fused_qkv = true;  ///< one QKV projection (GPT-NeoX, Megatron) or separate q, k, v (Hugging Face LLaMA)
   bool qkv_bias = false;  ///< biases on the query, key and value projections only (Qwen2), where linear_bias is off
+  /// whether training applies dropout (Megatron's GPTs: 0.1 after attention and MLP, and on the attention
+  /// probabilities). Without it nothing keeps a mask: PyTorch's dropout returns its input when p = 0
+  /// (at::dropout), as in LLaMA's, GPT-NeoX-20B's and MPT's training configurations.
+  bool dropout = true;
   Dtype param_dtype = Dtype::kBf16;      ///< working weights and compute
   Dtype grad_dtype = Dtype::kBf16;       ///< gradients as reduced
   Dtype optimizer_dtype = Dtype::kFp32;  ///< master weights and Adam moments

@@ -107,6 +107,16 @@ core::ModelSpec parse_hf_config(const std::string& text, const std::string& file
                               fmt::format("unsupported model_type \"{}\"; expected {}", type, kFamilies));
     }
   }
+  // Dropout where the config gives a probability above 0 (GPT-2's default, 0.1, where it gives none).
+  m.dropout = false;
+  bool any = false;
+  for (const char* key : {"resid_pdrop", "attn_pdrop", "embd_pdrop", "hidden_dropout", "attention_dropout",
+                          "hidden_dropout_prob", "attention_probs_dropout_prob"}) {
+    if (!j.contains(key) || !j.at(key).is_number()) continue;
+    any = true;
+    m.dropout = m.dropout || j.at(key).get<double>() > 0.0;
+  }
+  if (!any && type == "gpt2") m.dropout = true;
   if (m.hidden % m.heads != 0) {
     throw core::ConfigError(r.where(), "hidden_size",
                             fmt::format("{} is not divisible by num_attention_heads = {}", m.hidden, m.heads));

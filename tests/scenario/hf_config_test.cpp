@@ -54,6 +54,16 @@ TEST(HfConfig, ReadsGpt2ByItsOwnKeyNames) {
   EXPECT_EQ(m.position, core::PositionKind::kLearned);
   EXPECT_TRUE(m.tied_embeddings);
   EXPECT_DOUBLE_EQ(m.total_params(), 124'439'808.0);
+  EXPECT_TRUE(m.dropout);  // resid_pdrop, attn_pdrop, embd_pdrop 0.1
+}
+
+// Dropout as the config gives it: Qwen2's attention_dropout 0.0 (and no other) means none, as in the presets of the
+// families that train without it.
+TEST(HfConfig, DropoutIsTheConfigs) {
+  EXPECT_FALSE(load_hf_config(kData + "qwen2_5_7b_config.json").dropout);
+  EXPECT_FALSE(core::find_model_preset("llama2-7b")->dropout);
+  EXPECT_FALSE(core::find_model_preset("gpt-neox-20b")->dropout);
+  EXPECT_TRUE(core::find_model_preset("gpt3-175b")->dropout);
 }
 
 // The sequence length is the scenario's; where the scenario gives none, the config's max_position_embeddings is

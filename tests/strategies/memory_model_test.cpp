@@ -37,6 +37,18 @@ TEST(MemoryModel, BlockActivationsMatchKorthikanti) {
   EXPECT_NEAR(c.units[1].act_saved.value() / expected, 1.0, 1e-12);
 }
 
+// Without dropout nothing keeps a mask: the two after attention and MLP (2sbh) and the one on the attention
+// probabilities (as^2b) go, leaving sbh(32 + 4as/h).
+TEST(MemoryModel, NoDropoutKeepsNoMasks) {
+  core::ModelSpec m = gpt_block_model();
+  m.dropout = false;
+  core::PlanSpec p;
+  p.micro_batch = 2;
+  const ModelCosts c = compute_model_costs(m, p);
+  const double s = m.seq_len, b = 2, h = m.hidden, a = m.heads;
+  EXPECT_NEAR(c.units[1].act_saved.value() / (s * b * h * (32.0 + 4.0 * a * s / h)), 1.0, 1e-12);
+}
+
 // Sec. 4.2.1, eq. (2): with t-way tensor parallelism sbh(10 + 24/t + 5as/(ht)).
 TEST(MemoryModel, BlockActivationsWithTensorParallelismMatchKorthikanti) {
   const core::ModelSpec m = gpt_block_model();
