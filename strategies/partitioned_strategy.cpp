@@ -169,6 +169,19 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
   const CollectiveOp shard_reduce =
       plan.reduces_buckets_by_all_reduce() ? CollectiveOp::kAllReduce : CollectiveOp::kReduceScatter;
 
+  // Collectives of one process group run one at a time, in the order the host issues them (Stream::kGroupNccl).
+  // The parameter gathers and the gradient reductions share the data-parallel group under FSDP (one process group
+  // for its all-gathers and reduce-scatters) and under DeepSpeed where the training script hands it Megatron's
+  // model-parallel unit (Megatron-DeepSpeed, GPT-NeoX): zero.Init and the engine then both take
+  // mpu.get_data_parallel_group() (deepspeed@v0.14.4 runtime/zero/partition_parameters.py Init, utils/groups.py
+  // _get_data_parallel_group; the same in v0.9.3). Without one, DeepSpeed gathers on the world group and reduces on
+  // a clone of it (_clone_world_group): two process groups, two NCCL streams, collectives side by side. hpZ's
+  // gathers and qgZ's all-to-alls have process groups of their own.
+  const bool shared_group = overlap && hooked && gather && sh.grads > 1 && sh.params == sh.grads && !quant.gradients &&
+                            (fsdp || (plan.framework == core::Framework::kDeepSpeed && plan.megatron_model_code()));
+  const Stream p_stream = shared_group ? Stream::kGroupNccl : gather_stream;  // the P group's gathers
+  const Stream a_stream = shared_group ? Stream::kGroupNccl : reduce_stream;  // the G group's reductions
+
   // What the framework gathers per unit and pass (0 forward, 1 backward): FSDP the wrapped block, whole, in one
   // collective; DeepSpeed ZeRO-3 what its coordinator gathers (costs.fetch: the forward gathers every parameter
   // above the persistence threshold, the backward those released since, in coalesced all-gathers of a submodule's
@@ -255,8 +268,8 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
       const std::span<const TaskId> ready_after = staged ? std::span<const TaskId>(&*staged, 1) : after;
       std::optional<TaskId> gathered;
       if (gather) {
-        const GatherChain c =
-            add_module_gathers(g, role, gather_stream, purpose, grp, payload, collectives, unit, micro, ready_after);
+        const GatherChain c = add_module_gathers(g, role, grp == p_group ? p_stream : gather_stream, purpose, grp,
+                                                 payload, collectives, unit, micro, ready_after);
         g.add_mem(c.first, false, MemKind::kGatheredParams, core::Bytes(full));
         gathered = c.last;
       }
@@ -273,8 +286,11 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
     const TaskId first = g.add_kernel(role, gather_stream, purpose, unit, micro, core::Bytes(elements / shard * (pb + 1.0)));
     for (TaskId a : after) g.add_dep(first, a);
     g.add_mem(first, false, MemKind::kGatheredParams, core::Bytes(full));
-    add_module_gathers(g, role, gather_stream, purpose, grp, payload, collectives, unit, micro, {});
-    return g.add_kernel(role, gather_stream, purpose, unit, micro, core::Bytes(elements * (1.0 + pb)));
+    const GatherChain c = add_module_gathers(g, role, grp == p_group ? p_stream : gather_stream, purpose, grp, payload,
+                                             collectives, unit, micro, std::span<const TaskId>(&first, 1));
+    const TaskId dequantised = g.add_kernel(role, gather_stream, purpose, unit, micro, core::Bytes(elements * (1.0 + pb)));
+    g.add_dep(dequantised, c.last);
+    return dequantised;
   };
 
   // DeepSpeed ZeRO-3 keeps at most two bucket reductions and two parameter fetches in flight past the host: before
@@ -332,8 +348,8 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
                  (last_hop ? e * gb : quantized_bytes(e, 4.0, quant.block)));
         }
       } else {
-        chain(g.add_collective(role, reduce_stream, shard_reduce, Purpose::kGradReduce, a_group, core::Bytes(bytes),
-                               unit, micro));
+        chain(g.add_collective(role, a_stream, shard_reduce, Purpose::kGradReduce, a_group, core::Bytes(bytes), unit,
+                               micro));
       }
     }
     if (boundary && b_size > 1) {
@@ -456,25 +472,35 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
     // one rank still lays each unit's gradients out for its reduce-scatter.
     const bool reduce_now = !bf16_optimizer && (n > 1 || plan.offload.optimizer || (fsdp && hooked)) &&
                             (sh.grads > 1 || mb == micros - 1 || fsdp || (ds_stage3 && plan.offload.optimizer));
+    // The backward's gathers in the order the host issues them: the hooks of unit v fetch the units down to
+    // v - ahead (before v's backward is launched and its gradients are reduced), each once the compute `ahead`
+    // units before it has freed its place (the live-parameter bound).
+    int next_gather = units - 1;
+    std::fill(bwd_ready.begin(), bwd_ready.end(), std::nullopt);
+    auto issue_backward_gathers = [&](int v) {
+      for (; next_gather >= std::max(0, v - ahead); --next_gather) {
+        const int w = next_gather;
+        const double again = regathered(static_cast<std::size_t>(w));
+        if (!hooked || again <= 0.0) continue;
+        const int wait = w + ahead + 1 < units ? w + ahead + 1 : -1;
+        const auto issued_by = bwd_host[static_cast<std::size_t>(std::min(units - 1, w + ahead))];
+        // hpZ: the backward gather reads the fp16 secondary copy inside the node; otherwise it repeats the
+        // forward's gather (quantised when qwZ is on).
+        const double elements = costs.units[static_cast<std::size_t>(w)].params * again;
+        const int collectives = gathers(static_cast<std::size_t>(w), 1);
+        bwd_ready[static_cast<std::size_t>(w)] =
+            sh.secondary > 0 ? gather_params(elements, collectives, h_group, sh.secondary, false,
+                                             Purpose::kParamGatherBwd, w, mb, wait, bwd_compute, issued_by)
+                             : gather_params(elements, collectives, p_group, sh.params, quant.weights,
+                                             Purpose::kParamGatherBwd, w, mb, wait, bwd_compute, issued_by);
+      }
+    };
     for (int u = units - 1; u >= 0; --u) {
       const UnitCost& c = costs.units[static_cast<std::size_t>(u)];
       const auto h = bwd_host[static_cast<std::size_t>(u)] = host_work(c, Phase::kBackward, u, mb);
       fetch_sync(h, bwd_ready, u, -1);
-      std::optional<TaskId> ready;
-      const double again = regathered(static_cast<std::size_t>(u));
-      if (hooked && again > 0.0) {
-        const int wait = u + ahead + 1 < units ? u + ahead + 1 : -1;
-        const auto issued_by = bwd_host[static_cast<std::size_t>(std::min(units - 1, u + ahead))];
-        // hpZ: the backward gather reads the fp16 secondary copy inside the node; otherwise it repeats the
-        // forward's gather (quantised when qwZ is on).
-        const int collectives = gathers(static_cast<std::size_t>(u), 1);
-        ready = sh.secondary > 0
-                    ? gather_params(c.params * again, collectives, h_group, sh.secondary, false,
-                                    Purpose::kParamGatherBwd, u, mb, wait, bwd_compute, issued_by)
-                    : gather_params(c.params * again, collectives, p_group, sh.params, quant.weights,
-                                    Purpose::kParamGatherBwd, u, mb, wait, bwd_compute, issued_by);
-        bwd_ready[static_cast<std::size_t>(u)] = ready;
-      }
+      issue_backward_gathers(u);
+      const std::optional<TaskId> ready = bwd_ready[static_cast<std::size_t>(u)];
       TaskId wait_on = 0;
       const bool must_wait = reduce_now && buckets.must_wait(wait_on);
       const bool recompute = c.recompute_flops.value() > 0.0 || c.recompute_mem.value() > 0.0;

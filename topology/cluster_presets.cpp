@@ -146,12 +146,13 @@ core::ClusterSpec make_lassen() {
   set_peak(d, Dtype::kFp32, 15.7 * TF);   // [unverified] NVIDIA V100 SXM2 datasheet
   d.hbm = core::Bytes(16.0 * core::kGiB);       // 16 GB HBM2 (S1)
   d.hbm_bandwidth = BytesPerSec(900.0 * GBps);  // (S1)
-  d.gemm_efficiency = 0.70;    // [guess]
-  d.memory_efficiency = 0.80;  // [guess]
+  d.gemm_efficiency = core::kFittedV100GemmEfficiency;  // fitted on DGX-2 V100s (see there)
+  d.memory_efficiency = 0.80;                            // [guess]
   d.compute_units = 80;        // 80 SMs (NVIDIA V100 architecture whitepaper)
   d.kernel_overhead = Seconds(kKernelOverheadGuess * us);
   d.runtime_reserved = core::Bytes(0.5 * core::kGiB);  // [guess] CUDA context
   d.source = "S1, S2";
+  d.efficiency_source = "GEMM ceiling fitted on zeropp-v100-fit (DGX-2 V100s); memory-bound [guess]";
   c.host.memory = core::Bytes(256e9);                  // [unverified] ~256 GB per node
   c.host.memory_bandwidth = BytesPerSec(340.0 * GBps);  // 170 GB/s per socket x 2 (S1)
   c.host.link_bandwidth = BytesPerSec(75.0 * GBps);     // 3 NVLink2 bricks CPU-GPU (S1, derived)
@@ -167,6 +168,52 @@ core::ClusterSpec make_lassen() {
   // levels' latencies.
   c.library.family = Library::Family::kAlphaBeta;
   c.library.source = "MVAPICH2-GDR: alpha-beta over the levels (its selection is not modelled)";
+  return c;
+}
+
+// NVIDIA DGX-2 (2018), the machine of the ZeRO++ evaluation (Wang et al., arXiv 2306.10209; DeepSpeed's ZeRO++ blog
+// and tutorial, microsoft/DeepSpeed@38327e07 blogs/zeropp/, docs/_tutorials/zeropp.md). Sources:
+//   X1 = NVIDIA's DGX-2 announcement as reported (pcper.com, 2018-03; datacenterdynamics.com, 2018-03): 16 Tesla
+//        V100 32GB joined by 12 NVSwitches at 300 GB/s per GPU (bidirectional), two Xeon Platinum CPUs, 1.5 TB of
+//        system memory, eight EDR InfiniBand (100 Gb/s) NICs, "just under 2 petaFLOPS" of tensor-core FP16.
+//   V1 = NVIDIA V100 datasheet: 125 TFLOP/s FP16 tensor (SXM), 900 GB/s HBM2, 80 SMs, NVLink2 25 GB/s per link and
+//        direction, six links per GPU.
+core::ClusterSpec make_dgx2() {
+  core::ClusterSpec c;
+  c.name = "dgx-2";
+  c.devices_per_node = 16;  // X1
+  c.max_nodes = 0;          // clusters of DGX-2 are built to order
+  c.source = "NVIDIA DGX-2 announcement (X1), V100 datasheet (V1)";
+  auto& d = c.device;
+  d.name = "V100 SXM3 32GB";
+  set_peak(d, Dtype::kFp16, 125.0 * TF);  // V1, X1 (16 x 125 = 2 PFLOP/s)
+  set_peak(d, Dtype::kFp32, 15.7 * TF);   // V1 [unverified: the SXM3 part's clocks]
+  d.hbm = core::Bytes(32.0 * core::kGiB);       // X1
+  d.hbm_bandwidth = BytesPerSec(900.0 * GBps);  // V1
+  d.gemm_efficiency = core::kFittedV100GemmEfficiency;  // fitted (see there)
+  d.memory_efficiency = 0.80;                            // [guess]
+  d.compute_units = 80;                                  // V1
+  d.kernel_overhead = Seconds(kKernelOverheadGuess * us);
+  d.runtime_reserved = core::Bytes(0.5 * core::kGiB);  // [guess] CUDA context + NCCL
+  // [guess] as measured on the H100 and taken for the A100s: NCCL's channels are kernels that take SMs from a GEMM's
+  // waves, here of 80 SMs.
+  d.comm_compute_slowdown = kMeasuredH100CommSlowdown;
+  d.source = "V1, X1";
+  d.efficiency_source = "GEMM ceiling fitted on zeropp-v100-fit (ZeRO++'s 18B GPT on 384 V100s); memory-bound [guess]";
+  c.host.memory = core::Bytes(1.5e12);                  // X1
+  c.host.memory_bandwidth = BytesPerSec(256.0 * GBps);  // [derived] 2 x Xeon Platinum 8168, 6 ch DDR4-2666 each
+  c.host.link_bandwidth = BytesPerSec(16.0 * GBps);     // PCIe Gen3 x16 per GPU [derived from V1]
+  c.levels = {
+      // Six NVLink2 links per V100 into the NVSwitch planes: 150 GB/s per direction (V1; X1's 300 GB/s is both ways).
+      level("nvswitch", 16, 150.0, 1, 2.0, "V1, X1 (6 x 25 GB/s NVLink2 through NVSwitch); latency [guess]"),
+      // Eight EDR InfiniBand NICs of 12.5 GB/s per node, one per two GPUs (X1). The ZeRO++ runs used 1, 2, 4 or 8
+      // of them (its figures' "IB: 1", "IB: 4", 200 and 800 Gbps): a scenario says how many GPUs share one.
+      level("infiniband", 1 << 20, 12.5, 2, 4.0, "X1 (8 x EDR 100 Gb/s per node); latency [guess]"),
+  };
+  // NCCL's Volta row; Intel hosts (X1); the latency scale as fitted on A100 NVSwitch nodes [guess for V100].
+  c.library = nccl(Library::Generation::kVolta, false, Library::IntraLink::kNvlink,
+                   "NCCL 2.18 tuning model (Volta); latency scale fitted on A100 NVSwitch (vTrain) [guess for V100]");
+  c.library.latency_scale = kNcclA100LatencyScale;
   return c;
 }
 
@@ -346,7 +393,8 @@ core::ClusterSpec make_polaris() {
 const std::vector<core::ClusterSpec>& presets() {
   static const std::vector<core::ClusterSpec> kPresets = [] {
     std::vector<core::ClusterSpec> p = {make_frontier(), make_lassen(), make_dgx_h100(),
-                                        make_dgx_a100(), make_a800(),    make_polaris()};
+                                        make_dgx_a100(), make_a800(),    make_polaris(),
+                                        make_dgx2()};
     for (auto& c : p) c.preset = c.name;
     return p;
   }();
@@ -378,6 +426,7 @@ const core::ClusterSpec* find_preset_for_device(const std::string& device_name) 
                                            {{"A100", "40GB"}, {"PCIe"}, "polaris"},
                                            {{"A800", "80GB"}, {"PCIe"}, "a800"},
                                            {{"V100", "16GB"}, {"PCIe"}, "lassen"},
+                                           {{"V100", "32GB"}, {"PCIe"}, "dgx-2"},
                                            {{"MI250X"}, {}, "frontier"}};
   for (const Rule& r : kRules) {
     const auto in = [&](const char* t) { return device_name.find(t) != std::string::npos; };

@@ -1,8 +1,8 @@
 #pragma once
-// Built-in machines (Frontier, Lassen, DGX-H100, DGX-A100, AMSP's A800 testbed, Polaris) as ClusterSpecs for the
+// Built-in machines (Frontier, Lassen, DGX-H100, DGX-A100, AMSP's A800 testbed, Polaris, DGX-2) as ClusterSpecs for the
 // analytical engine. Every number cites its source in cluster_presets.cpp (labels as in the project's hardware
 // reference: F1/F2/F3 for Frontier, S1/S2/S3 for Lassen/Summit, NVIDIA datasheets for DGX; A1/A2/D1/P1 for the
-// A100 family, listed there) or is marked [guess] / [unverified]: those are parameters to calibrate.
+// A100 family, X1/V1 for the DGX-2, listed there) or is marked [guess] / [unverified]: those are parameters to calibrate.
 #include <string>
 #include <vector>
 

@@ -16,6 +16,7 @@ std::string_view stream_name(Stream s) {
     case Stream::kDeviceToHost: return "d2h";
     case Stream::kHostCpu: return "host-cpu";
     case Stream::kHostStep: return "host-step";
+    case Stream::kGroupNccl: return "group-nccl";
     case Stream::kCount: break;
   }
   return "?";

@@ -28,9 +28,14 @@ enum class TaskKind : std::uint8_t { kCompute, kCollective, kCopy, kHostCompute 
 
 /** Streams, per rank role. Compute, the parameter-gather stream and the gradient-reduction stream are
  *  separate CUDA/HIP streams in DeepSpeed; with overlap off, strategies put everything on kCompute. kHostCpu is
- *  the framework's thread; kHostStep a second host thread, the one-step delayed update's optimizer step. */
+ *  the framework's thread; kHostStep a second host thread, the one-step delayed update's optimizer step.
+ *  kGroupNccl is the NCCL stream of a process group that a framework's parameter gathers and gradient reductions
+ *  share: PyTorch's ProcessGroupNCCL launches every collective of a group on one stream per device, in the order
+ *  its host issues them (pytorch/pytorch@0007e752 torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp, collective():
+ *  ncclStreams_ keyed by the device), so those collectives run one at a time, whatever stream called them. */
 enum class Stream : std::uint8_t {
-  kCompute, kParamGather, kGradReduce, kPipeline, kHostToDevice, kDeviceToHost, kHostCpu, kHostStep, kCount
+  kCompute, kParamGather, kGradReduce, kPipeline, kHostToDevice, kDeviceToHost, kHostCpu, kHostStep, kGroupNccl,
+  kCount
 };
 
 enum class Phase : std::uint8_t { kForward, kBackward, kRecompute, kOptimizer, kNone, kCount };

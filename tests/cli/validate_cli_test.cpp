@@ -41,7 +41,8 @@ TEST(Validate, EveryShippedSetRunsAndNoRowThatRanIsRefused) {
                                                {"h100-fsdp-steps", 12}, {"h100-deepspeed-fit", 33},
                                                {"h100-deepspeed-steps", 36}, {"torchtitan-fsdp", 3},
                                                {"mosaic-mpt-a100", 31}, {"mosaic-mpt-a100-long", 27},
-                                               {"mosaic-mpt-h100", 69}, {"mosaic-mpt-a100-40gb", 78}};
+                                               {"mosaic-mpt-h100", 69}, {"mosaic-mpt-a100-40gb", 78},
+                                               {"zeropp-v100-fit", 2}, {"zeropp-v100", 10}};
   // Gaps the model has today, each with the reason it gives: a row that ran but that the model cannot take.
   const std::map<std::string, std::string> known_refused = {
       // 30B at 8,192 tokens on 8 A100-80GB ran; the memory model (a 1 GiB workspace allowance, a guess) is 1% over.
@@ -114,10 +115,20 @@ TEST(Validate, PaperClaims) {
       // Lassen (arXiv 2409.02423): naive compression +22.5%, hybrid +17.3% TFLOPS/GPU.
       // (0.99x / 0.98x with codec speeds a fraction of HBM bandwidth; the kernels measured on an H100, scaled to the
       // V100's 80 SMs, are slower)
-      {"lassen-naive-over-baseline", {false, 0.967}},
-      {"lassen-hybrid-over-baseline", {false, 0.923}},
+      // 0.977x / 0.945x since the V100's GEMM ceiling is the DGX-2 fit (0.967x / 0.923x at the 0.70 guess).
+      {"lassen-naive-over-baseline", {false, 0.977}},
+      {"lassen-hybrid-over-baseline", {false, 0.945}},
+      // ZeRO++ (DeepSpeed's blog, 384 V100s): ZeRO++ / ZeRO-3 from 100 to 400 Gb/s per node. Within the band once a
+      // process group's collectives run one at a time (ZeRO-3's gathers and reductions share one NCCL stream); the
+      // 1K-token runs at 400 Gb/s are still far slower than predicted, ZeRO-3 too little slower at 100 Gb/s.
+      {"zeropp-over-zero3-ib1-1k", {true, 0}},
+      {"zeropp-over-zero3-ib1-2k", {true, 0}},
+      {"zeropp-over-zero3-ib2-2k", {true, 0}},
+      {"zeropp-over-zero3-ib4-1k", {true, 0}},
+      {"zeropp-over-zero3-ib4-2k", {true, 0}},
+      {"zero3-ib4-over-ib1-1k", {false, 2.552}},
   };
-  const auto j = validate_json("amsp-v2 seed-ratios");
+  const auto j = validate_json("amsp-v2 seed-ratios zeropp-v100");
   int seen = 0;
   for (const auto& c : j["claims"]) {
     const std::string id = c["id"];

@@ -123,6 +123,47 @@ TEST(PartitionedStrategy, AmspPointWithWiderOptimizerSharding) {
   EXPECT_NEAR(o.bytes[1], 2.0 * 7.0 / 8 * m / 4 + 2 * 4.0 * 31.0 / 32 / 4, 1e-6 * m);
 }
 
+// A process group's collectives run one at a time, in the order they are issued (PyTorch's ProcessGroupNCCL: one
+// NCCL stream per group and device). DeepSpeed ZeRO-3 under Megatron's model-parallel unit and FSDP gather and
+// reduce on one group: no gather overlaps a reduce-scatter, and the iteration is at least as long as with DeepSpeed's
+// two groups (the world group for gathers, a clone of it for reductions), where they may run side by side.
+TEST(PartitionedStrategy, GathersAndReductionsOfOneProcessGroupRunOneAtATime) {
+  auto lower_and_run = [](const Case& c, bool expect_shared) {
+    const ModelCosts costs = compute_model_costs(c.model, c.plan);
+    graph::TaskGraph g;
+    PartitionedStrategy().lower(LoweringInput{c.model, c.cluster, c.plan, costs}, g);
+    const auto r = engine::AnalyticalEngine(c.cluster, c.plan.algorithm).run(g);
+    std::vector<std::pair<double, double>> gathers, reductions;
+    for (graph::TaskId i = 0; i < g.size(); ++i) {
+      const auto& t = g.tasks()[i];
+      if (t.kind != graph::TaskKind::kCollective) continue;
+      const bool gather = t.purpose == Purpose::kParamGatherFwd || t.purpose == Purpose::kParamGatherBwd;
+      if (!gather && t.purpose != Purpose::kGradReduce) continue;
+      EXPECT_EQ(t.stream == graph::Stream::kGroupNccl, expect_shared) << g.label(i);
+      (gather ? gathers : reductions).emplace_back(r.timings[i].start_s, r.timings[i].end_s);
+    }
+    int overlapping = 0;
+    for (const auto& a : gathers) {
+      for (const auto& b : reductions) overlapping += a.first < b.second - 1e-12 && b.first < a.second - 1e-12;
+    }
+    return std::pair(r.iteration_time.value(), overlapping);
+  };
+  Case c(2, 3, 2);
+  c.model.layers = 16;
+  c.cluster.levels[1].link_bandwidth = core::BytesPerSec(2e9);  // a slow network: the gathers run into the reductions
+  c.plan.overlap_comm = true;
+  c.plan.model_code = core::ModelCode::kHuggingFace;
+  const auto [separate_s, side_by_side] = lower_and_run(c, false);
+  EXPECT_GT(side_by_side, 0);  // two process groups: the premise of the comparison
+  c.plan.model_code = core::ModelCode::kMegatron;
+  const auto [shared_s, overlapping] = lower_and_run(c, true);
+  EXPECT_EQ(overlapping, 0);
+  EXPECT_GT(shared_s, separate_s * 1.05);
+  c.plan.framework = core::Framework::kFsdp;
+  c.plan.model_code.reset();
+  EXPECT_EQ(lower_and_run(c, true).second, 0);
+}
+
 TEST(PartitionedStrategy, MemoryEventsBalanceAndPeakStaysUnderTheStaticModel) {
   Case c(4, 3, 2);
   c.plan.partition = core::PartitionSpec{16, 16, 16, 4};
