@@ -169,16 +169,12 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
   const CollectiveOp shard_reduce =
       plan.reduces_buckets_by_all_reduce() ? CollectiveOp::kAllReduce : CollectiveOp::kReduceScatter;
 
-  // Collectives of one process group run one at a time, in the order the host issues them (Stream::kGroupNccl).
-  // The parameter gathers and the gradient reductions share the data-parallel group under FSDP (one process group
-  // for its all-gathers and reduce-scatters) and under DeepSpeed where the training script hands it Megatron's
-  // model-parallel unit (Megatron-DeepSpeed, GPT-NeoX): zero.Init and the engine then both take
-  // mpu.get_data_parallel_group() (deepspeed@v0.14.4 runtime/zero/partition_parameters.py Init, utils/groups.py
-  // _get_data_parallel_group; the same in v0.9.3). Without one, DeepSpeed gathers on the world group and reduces on
-  // a clone of it (_clone_world_group): two process groups, two NCCL streams, collectives side by side. hpZ's
-  // gathers and qgZ's all-to-alls have process groups of their own.
-  const bool shared_group = overlap && hooked && gather && sh.grads > 1 && sh.params == sh.grads && !quant.gradients &&
-                            (fsdp || (plan.framework == core::Framework::kDeepSpeed && plan.megatron_model_code()));
+  // Collectives of one process group run one at a time, in the order the host issues them (Stream::kGroupNccl):
+  // the parameter gathers and the gradient reductions over the same ranks, where the framework runs them on one
+  // group (PlanSpec::shares_dp_group; the same in DeepSpeed v0.9.3). hpZ's gathers and qgZ's all-to-alls have
+  // process groups of their own.
+  const bool shared_group =
+      overlap && hooked && gather && sh.grads > 1 && sh.params == sh.grads && !quant.gradients && plan.shares_dp_group();
   const Stream p_stream = shared_group ? Stream::kGroupNccl : gather_stream;  // the P group's gathers
   const Stream a_stream = shared_group ? Stream::kGroupNccl : reduce_stream;  // the G group's reductions
 

@@ -163,6 +163,9 @@ struct PlanSpec {
   /// megatron_block_*): Megatron-DeepSpeed runs Megatron's under DeepSpeed's engine; unset: the framework's own
   /// (Megatron's for framework megatron, Hugging Face's otherwise)
   std::optional<ModelCode> model_code;
+  /// whether the parameter gathers and the gradient reductions of a sharded plan run on one process group, whose one
+  /// NCCL stream runs them one at a time (shares_dp_group); unset: as the framework sets its groups up
+  std::optional<bool> shared_dp_group;
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto;
   Framework framework = Framework::kDeepSpeed;
   Bytes workspace{1.0 * kGiB};  ///< [guess] GEMM workspaces, allocator fragmentation, temporaries
@@ -190,6 +193,17 @@ struct PlanSpec {
    *  model_code is unset. */
   [[nodiscard]] bool megatron_model_code() const {
     return model_code ? *model_code == ModelCode::kMegatron : framework == Framework::kMegatron;
+  }
+
+  /** @brief Whether the parameter gathers and the gradient reductions run on one process group: shared_dp_group
+   *  when given; else FSDP's (one process group for its all-gathers and reduce-scatters) and DeepSpeed's where the
+   *  training script hands it Megatron's model-parallel unit, taken to be where Megatron's model code runs
+   *  (Megatron-DeepSpeed, GPT-NeoX: zero.Init and the engine both take mpu.get_data_parallel_group(),
+   *  deepspeed@v0.14.4 runtime/zero/partition_parameters.py Init, utils/groups.py _get_data_parallel_group); without
+   *  one DeepSpeed gathers on the world group and reduces on a clone of it (_clone_world_group). */
+  [[nodiscard]] bool shares_dp_group() const {
+    if (shared_dp_group) return *shared_dp_group;
+    return framework == Framework::kFsdp || (framework == Framework::kDeepSpeed && megatron_model_code());
   }
 
   /** @brief Why `framework` cannot run this plan (nullopt: it can). FSDP: FULL_SHARD, HYBRID_SHARD and NO_SHARD

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -60,6 +61,12 @@ std::string compression_line(const core::CompressionPlan& c) {
 std::optional<strategies::FetchTotals> deepspeed_fetches(const scenario::Scenario& s, const scenario::Evaluation& ev) {
   if (ev.costs.fetch.units.empty() || s.plan.shards().params <= 1 || s.plan.pp > 1) return std::nullopt;
   return strategies::totals(ev.costs.fetch);
+}
+
+// Whether the plan's gathers and gradient reductions queue on one process group's NCCL stream.
+bool one_group_stream(const scenario::Evaluation& ev) {
+  const auto& tasks = ev.graph.tasks();
+  return std::any_of(tasks.begin(), tasks.end(), [](const graph::Task& t) { return t.stream == graph::Stream::kGroupNccl; });
 }
 
 std::string plan_line(const scenario::Scenario& s, const scenario::Evaluation& ev) {
@@ -241,6 +248,10 @@ std::string render_table(const scenario::Scenario& s, const scenario::Evaluation
                      "parameters kept from the forward for the backward (stage3_max_reuse_distance)\n",
                      f->gathers, f->split_params, ev.costs.fetch.ahead,
                      f->forward_elements > 0.0 ? 100.0 * f->kept_elements / f->forward_elements : 0.0);
+  }
+  if (one_group_stream(ev)) {
+    o += "groups    parameter gathers and gradient reductions on one process group: its one NCCL stream runs them one "
+         "at a time, in the order they are issued\n";
   }
   o += fmt::format("engine    {} ({} tasks)\n\n", engine::engine_name(s.engine), ev.tasks);
 
@@ -540,6 +551,7 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
                                       {"kept_for_backward_elements", f->kept_elements},
                                       {"forward_elements", f->forward_elements}};
   }
+  j["plan"]["gathers_and_reductions_share_a_stream"] = one_group_stream(ev);
   j["engine"] = engine::engine_name(s.engine);
   j["tasks"] = ev.tasks;
   j["performance"] = {{"iteration_time_s", ev.run.iteration_time.value()},

@@ -525,7 +525,7 @@ core::PlanSpec parse_plan(const ConfigNode& n, PlanDeferred& later) {
                 "zero_hpz_partition_size", "zero_quantized_weights", "zero_quantized_gradients",
                 "quantization_block", "qgz_hops", "hierarchy", "virtual_stages", "sequence_parallel",
                 "compression", "offload_optimizer", "offload_param", "sub_group_size", "delayed_update", "framework",
-                "model_code"});
+                "model_code", "shared_dp_group"});
   core::PlanSpec p;
   if (auto v = n.find("dp")) p.dp = v->as_positive_int();
   if (auto v = n.find("tp")) p.tp = v->as_positive_int();
@@ -561,6 +561,7 @@ core::PlanSpec parse_plan(const ConfigNode& n, PlanDeferred& later) {
     p.model_code = v->as_choice({"megatron", "huggingface"}) == "megatron" ? core::ModelCode::kMegatron
                                                                            : core::ModelCode::kHuggingFace;
   }
+  if (auto v = n.find("shared_dp_group")) p.shared_dp_group = v->as_bool();
   if (auto v = n.find("collective_algorithm")) {
     p.algorithm = *core::parse_algorithm(v->as_choice({"auto", "ring", "tree", "hierarchical", "best"}));
   }
@@ -1389,6 +1390,7 @@ std::string plan_to_yaml(const core::PlanSpec& p, const core::ClusterSpec& clust
   if (p.model_code) {
     o += fmt::format("model_code: {}\n", *p.model_code == core::ModelCode::kMegatron ? "megatron" : "huggingface");
   }
+  if (p.shared_dp_group) o += fmt::format("shared_dp_group: {}\n", *p.shared_dp_group);
   // (another accumulation dtype is the gradients' own: what an unset key means)
   if (p.grad_accum_dtype == core::Dtype::kFp32) o += "grad_accum_dtype: fp32\n";
   o += fmt::format("use_multi_rank_bucket_allreduce: {}\ncollective_algorithm: {}\n", p.bucket_all_reduce,

@@ -454,6 +454,22 @@ TEST(ScenarioPlan, ModelCodeIsNotTheFramework) {
   expect_error(base + "  model_code: torch\n", {5, 15, "plan.model_code", "megatron"});
 }
 
+// Whether ZeRO-3's gathers and gradient reductions share one process group: the framework's default (FSDP, and
+// DeepSpeed under Megatron's model code), or what plan.shared_dp_group says; the key survives a copy of the plan.
+TEST(ScenarioPlan, SharedDpGroupDefaultsToTheFrameworksGroupsAndRoundTrips) {
+  const std::string base = "model: llama2-7b\ncluster: {preset: dgx-a100, nodes: 2}\nplan:\n  zero_stage: 3\n";
+  EXPECT_FALSE(parse_scenarios(base, "s.yaml").at(0).plan.shares_dp_group());
+  EXPECT_TRUE(parse_scenarios(base + "  model_code: megatron\n", "s.yaml").at(0).plan.shares_dp_group());
+  EXPECT_TRUE(parse_scenarios(base + "  framework: fsdp\n", "s.yaml").at(0).plan.shares_dp_group());
+  const Scenario off = parse_scenarios(base + "  model_code: megatron\n  shared_dp_group: false\n", "s.yaml").at(0);
+  EXPECT_FALSE(off.plan.shares_dp_group());
+  EXPECT_TRUE(parse_scenarios(base + "  shared_dp_group: true\n", "s.yaml").at(0).plan.shares_dp_group());
+  const std::string file = (std::filesystem::temp_directory_path() / "shardsim_shared_dp_group.yaml").string();
+  std::ofstream(file) << base;
+  EXPECT_FALSE(parse_scenarios(scenario_with_plan(file, off.plan, off.cluster, "copy"), file).at(0).plan.shares_dp_group());
+  expect_error(base + "  shared_dp_group: sometimes\n", {5, 20, "plan.shared_dp_group", "true or false"});
+}
+
 // ZeRO-Infinity: the optimizer (and the parameters) in swap files on the node's NVMe, which the cluster must
 // describe; sub_group_size only where the optimizer is swapped.
 TEST(ScenarioOffload, NvmeNeedsTheNodesDrives) {

@@ -159,6 +159,9 @@ TEST(PartitionedStrategy, GathersAndReductionsOfOneProcessGroupRunOneAtATime) {
   const auto [shared_s, overlapping] = lower_and_run(c, true);
   EXPECT_EQ(overlapping, 0);
   EXPECT_GT(shared_s, separate_s * 1.05);
+  c.plan.shared_dp_group = false;  // a script that gives DeepSpeed no model-parallel unit
+  EXPECT_NEAR(lower_and_run(c, false).first, separate_s, 0.05 * separate_s);
+  c.plan.shared_dp_group.reset();
   c.plan.framework = core::Framework::kFsdp;
   c.plan.model_code.reset();
   EXPECT_EQ(lower_and_run(c, true).second, 0);
