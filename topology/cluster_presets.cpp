@@ -62,6 +62,23 @@ Library nccl(Library::Generation g, bool amd_host, Library::IntraLink intra, con
   return l;
 }
 
+// The V100 SXM2 / SXM3 (V1 = NVIDIA V100 datasheet: 125 TFLOP/s FP16 tensor, 900 GB/s HBM2, 80 SMs; it has no bf16).
+core::DeviceSpec v100(const char* name, double hbm_gib) {
+  core::DeviceSpec d;
+  d.name = name;
+  set_peak(d, Dtype::kFp16, 125.0 * TF);  // V1
+  set_peak(d, Dtype::kFp32, 15.7 * TF);   // [unverified] V1 (SXM2 clocks)
+  d.hbm = core::Bytes(hbm_gib * core::kGiB);
+  d.hbm_bandwidth = BytesPerSec(900.0 * GBps);  // V1
+  d.gemm_efficiency = core::kFittedV100GemmEfficiency;  // fitted on DGX-2 V100s (see there)
+  d.memory_efficiency = 0.80;                            // [guess]
+  d.compute_units = 80;                                  // V1
+  d.kernel_overhead = Seconds(kKernelOverheadGuess * us);
+  d.runtime_reserved = core::Bytes(0.5 * core::kGiB);  // [guess] CUDA context + communication library
+  d.efficiency_source = "GEMM ceiling fitted on zeropp-v100-fit (ZeRO++'s 18B GPT on 384 DGX-2 V100s); memory-bound [guess]";
+  return d;
+}
+
 core::ClusterSpec make_frontier() {
   core::ClusterSpec c;
   c.name = "frontier";
@@ -140,19 +157,8 @@ core::ClusterSpec make_lassen() {
   c.devices_per_node = 4;  // IBM AC922: 2 POWER9 + 4 V100 (S2)
   c.max_nodes = 795;       // [unverified]
   c.source = "OLCF Summit guide (S1, same AC922 family), TOP500 Sierra news (S2), IBM REDP-5472 (S3)";
-  auto& d = c.device;
-  d.name = "V100 16GB";
-  set_peak(d, Dtype::kFp16, 125.0 * TF);  // tensor-core FP16 (S2); V100 has no bf16
-  set_peak(d, Dtype::kFp32, 15.7 * TF);   // [unverified] NVIDIA V100 SXM2 datasheet
-  d.hbm = core::Bytes(16.0 * core::kGiB);       // 16 GB HBM2 (S1)
-  d.hbm_bandwidth = BytesPerSec(900.0 * GBps);  // (S1)
-  d.gemm_efficiency = core::kFittedV100GemmEfficiency;  // fitted on DGX-2 V100s (see there)
-  d.memory_efficiency = 0.80;                            // [guess]
-  d.compute_units = 80;        // 80 SMs (NVIDIA V100 architecture whitepaper)
-  d.kernel_overhead = Seconds(kKernelOverheadGuess * us);
-  d.runtime_reserved = core::Bytes(0.5 * core::kGiB);  // [guess] CUDA context
-  d.source = "S1, S2";
-  d.efficiency_source = "GEMM ceiling fitted on zeropp-v100-fit (DGX-2 V100s); memory-bound [guess]";
+  c.device = v100("V100 16GB", 16.0);  // 16 GB HBM2 (S1)
+  c.device.source = "S1, S2; V100 datasheet (V1)";
   c.host.memory = core::Bytes(256e9);                  // [unverified] ~256 GB per node
   c.host.memory_bandwidth = BytesPerSec(340.0 * GBps);  // 170 GB/s per socket x 2 (S1)
   c.host.link_bandwidth = BytesPerSec(75.0 * GBps);     // 3 NVLink2 bricks CPU-GPU (S1, derived)
@@ -184,22 +190,11 @@ core::ClusterSpec make_dgx2() {
   c.devices_per_node = 16;  // X1
   c.max_nodes = 0;          // clusters of DGX-2 are built to order
   c.source = "NVIDIA DGX-2 announcement (X1), V100 datasheet (V1)";
-  auto& d = c.device;
-  d.name = "V100 SXM3 32GB";
-  set_peak(d, Dtype::kFp16, 125.0 * TF);  // V1, X1 (16 x 125 = 2 PFLOP/s)
-  set_peak(d, Dtype::kFp32, 15.7 * TF);   // V1 [unverified: the SXM3 part's clocks]
-  d.hbm = core::Bytes(32.0 * core::kGiB);       // X1
-  d.hbm_bandwidth = BytesPerSec(900.0 * GBps);  // V1
-  d.gemm_efficiency = core::kFittedV100GemmEfficiency;  // fitted (see there)
-  d.memory_efficiency = 0.80;                            // [guess]
-  d.compute_units = 80;                                  // V1
-  d.kernel_overhead = Seconds(kKernelOverheadGuess * us);
-  d.runtime_reserved = core::Bytes(0.5 * core::kGiB);  // [guess] CUDA context + NCCL
+  c.device = v100("V100 SXM3 32GB", 32.0);  // X1 (16 x 125 TFLOP/s = 2 PFLOP/s)
   // [guess] as measured on the H100 and taken for the A100s: NCCL's channels are kernels that take SMs from a GEMM's
   // waves, here of 80 SMs.
-  d.comm_compute_slowdown = kMeasuredH100CommSlowdown;
-  d.source = "V1, X1";
-  d.efficiency_source = "GEMM ceiling fitted on zeropp-v100-fit (ZeRO++'s 18B GPT on 384 V100s); memory-bound [guess]";
+  c.device.comm_compute_slowdown = kMeasuredH100CommSlowdown;
+  c.device.source = "V1, X1";
   c.host.memory = core::Bytes(1.5e12);                  // X1
   c.host.memory_bandwidth = BytesPerSec(256.0 * GBps);  // [derived] 2 x Xeon Platinum 8168, 6 ch DDR4-2666 each
   c.host.link_bandwidth = BytesPerSec(16.0 * GBps);     // PCIe Gen3 x16 per GPU [derived from V1]
