@@ -196,7 +196,9 @@ struct PlanSpec {
   }
 
   /** @brief Whether the parameter gathers and the gradient reductions run on one process group: shared_dp_group
-   *  when given; else FSDP's (one process group for its all-gathers and reduce-scatters) and DeepSpeed's where the
+   *  when given; else FSDP's (one process group for its all-gathers and reduce-scatters: pytorch/pytorch@00ae0bc9
+   *  torch/distributed/fsdp/_runtime_utils.py, _post_backward_hook reduce-scatters through the default communication
+   *  hook over state.process_group, the handles' unshard all-gathers over the same) and DeepSpeed's where the
    *  training script hands it Megatron's model-parallel unit, taken to be where Megatron's model code runs
    *  (Megatron-DeepSpeed, GPT-NeoX: zero.Init and the engine both take mpu.get_data_parallel_group(),
    *  deepspeed@v0.14.4 runtime/zero/partition_parameters.py Init, utils/groups.py _get_data_parallel_group); without
