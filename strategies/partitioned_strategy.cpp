@@ -474,10 +474,11 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
     int next_gather = units - 1;
     std::fill(bwd_ready.begin(), bwd_ready.end(), std::nullopt);
     auto issue_backward_gathers = [&](int v) {
+      if (!hooked) return;
       for (; next_gather >= std::max(0, v - ahead); --next_gather) {
         const int w = next_gather;
         const double again = regathered(static_cast<std::size_t>(w));
-        if (!hooked || again <= 0.0) continue;
+        if (again <= 0.0) continue;
         const int wait = w + ahead + 1 < units ? w + ahead + 1 : -1;
         const auto issued_by = bwd_host[static_cast<std::size_t>(std::min(units - 1, w + ahead))];
         // hpZ: the backward gather reads the fp16 secondary copy inside the node; otherwise it repeats the

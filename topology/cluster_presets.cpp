@@ -182,8 +182,7 @@ core::ClusterSpec make_lassen() {
 //   X1 = NVIDIA's DGX-2 announcement as reported (pcper.com, 2018-03; datacenterdynamics.com, 2018-03): 16 Tesla
 //        V100 32GB joined by 12 NVSwitches at 300 GB/s per GPU (bidirectional), two Xeon Platinum CPUs, 1.5 TB of
 //        system memory, eight EDR InfiniBand (100 Gb/s) NICs, "just under 2 petaFLOPS" of tensor-core FP16.
-//   V1 = NVIDIA V100 datasheet: 125 TFLOP/s FP16 tensor (SXM), 900 GB/s HBM2, 80 SMs, NVLink2 25 GB/s per link and
-//        direction, six links per GPU.
+//   V1 = the V100 datasheet (v100() above); its NVLink2: 25 GB/s per link and direction, six links per GPU.
 core::ClusterSpec make_dgx2() {
   core::ClusterSpec c;
   c.name = "dgx-2";
