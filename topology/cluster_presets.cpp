@@ -262,6 +262,38 @@ core::ClusterSpec make_dgx_h100() {
   return c;
 }
 
+// DGX H200: the DGX H100 system with H200 SXM GPUs (NVIDIA DGX H200 datasheet: 8 x H200 141 GB, NVLink4 900 GB/s
+// per GPU through NVSwitch, 8 x ConnectX-7 400 Gb/s for compute, 2 x Xeon 8480C, 2 TB). The H200 is the H100's
+// Hopper die with HBM3e (NVIDIA H200 datasheet: the same dense BF16/FP16 989 TFLOP/s and FP8 1,979, 4.8 TB/s, 141 GB).
+core::ClusterSpec make_dgx_h200() {
+  core::ClusterSpec c = make_dgx_h100();
+  c.name = "dgx-h200";
+  c.source = "NVIDIA DGX H200 and H200 datasheets; the DGX H100 system (MLPerf system description)";
+  auto& d = c.device;
+  d.name = "H200 SXM 141GB";
+  // 143,771 MiB as nvidia-smi reports the measured H200 (the datasheet's 141 GB).
+  d.hbm = core::Bytes(143771.0 * 1024.0 * 1024.0);
+  d.hbm_bandwidth = BytesPerSec(4800.0 * GBps);  // 4.8 TB/s (datasheet)
+  // The compute model fitted to an H200 SXM's own measurements (`shardsim calibrate` of
+  // validate/results/NVIDIA-H200-2026-11-26.yaml: the same GEMM, FlashAttention and memory-bound sweep as the
+  // H100's; the test DeviceFit.H200PresetIsTheFitOfItsMeasurements refits it). Each value is the fit +- 1 sigma.
+  d.gemm_efficiency = 0.7006;                // +- 0.0016 (the H100: 0.6991)
+  // PyTorch's memory-bound operations reach a smaller share of the faster HBM than on the H100 (0.5438): softmax
+  // and SwiGLU take the same time on both GPUs (bound by the SMs, which are the same), residual adds scale with HBM.
+  d.memory_efficiency = 0.4411;              // +- 0.078
+  d.attention_efficiency = 0.22245;          // +- 0.0058, causal flash forward
+  d.attention_backward_efficiency = 0.1776;  // +- 0.0039
+  d.kernel_overhead = Seconds(11.2626 * us);  // torch.add_ on a tiny tensor, eager, back to back
+  d.efficiency_source = "calibrated on an H200 SXM: validate/results/NVIDIA-H200-2026-11-26.yaml";
+  // shardsim's codec kernels on the same H200 at 1 GiB (the test Presets.H200CodecRatesAreItsKernelMeasurements).
+  d.codec = core::CodecRates{BytesPerSec(228.48e9), BytesPerSec(136.01e9), BytesPerSec(145.97e9), BytesPerSec(80.98e9),
+                             "shardsim's kernels measured on an H200 SXM (validate/results/, 1 GiB)"};
+  d.source = "datasheet; measured GEMM and copy rates";
+  // Pinned host-to-device copies on the measured H200 (the copy fit of `shardsim calibrate`); PCIe Gen5 x16.
+  c.host.link_bandwidth = BytesPerSec(55.3916 * GBps);
+  return c;
+}
+
 // The A100 family. Sources:
 //   A1 = NVIDIA A100 Tensor Core GPU datasheet (nvidia.com, a100 datasheet r4), as transcribed by third parties;
 //        NVIDIA's "Introducing NVIDIA HGX A100" developer blog (12 NVLink3 ports per GPU, 600 GB/s).
@@ -386,7 +418,7 @@ core::ClusterSpec make_polaris() {
 
 const std::vector<core::ClusterSpec>& presets() {
   static const std::vector<core::ClusterSpec> kPresets = [] {
-    std::vector<core::ClusterSpec> p = {make_frontier(), make_lassen(), make_dgx_h100(),
+    std::vector<core::ClusterSpec> p = {make_frontier(), make_lassen(), make_dgx_h100(), make_dgx_h200(),
                                         make_dgx_a100(), make_a800(),    make_polaris(),
                                         make_dgx2()};
     for (auto& c : p) c.preset = c.name;
@@ -416,6 +448,7 @@ const core::ClusterSpec* find_preset_for_device(const std::string& device_name) 
   };
   // The runtime's names carry the memory size; PCIe and NVL parts have other clocks and power limits.
   static const std::vector<Rule> kRules = {{{"H100"}, {"PCIe", "NVL", "94GB"}, "dgx-h100"},
+                                           {{"H200"}, {"NVL"}, "dgx-h200"},
                                            {{"A100", "80GB"}, {"PCIe"}, "dgx-a100"},
                                            {{"A100", "40GB"}, {"PCIe"}, "polaris"},
                                            {{"A800", "80GB"}, {"PCIe"}, "a800"},

@@ -60,7 +60,7 @@ DeviceFit fit_device(const Results& r, const std::string& file) {
   const core::ClusterSpec* preset = topology::find_preset_for_device(r.device.name);
   if (!preset) {
     throw core::ConfigError(at, "device.name",
-                            fmt::format("'{}' is none of the built-in devices (H100 SXM, A100 SXM4 40/80GB, A800, V100 "
+                            fmt::format("'{}' is none of the built-in devices (H100 SXM, H200 SXM, A100 SXM4 40/80GB, A800, V100 "
                                         "16GB, MI250X): its peak and compute units are needed to fit the compute model",
                                         r.device.name));
   }
