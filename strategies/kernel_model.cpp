@@ -24,6 +24,7 @@ KernelModel::KernelModel(const core::DeviceSpec& device, core::Dtype dtype) {
   attention_rate_ = peak->value() * device.attention_efficiency_in_use(false);
   attention_backward_rate_ = peak->value() * device.attention_efficiency_in_use(true);
   byte_rate_ = device.hbm_bandwidth.value() * device.memory_efficiency;
+  stream_rate_ = device.hbm_bandwidth.value() * device.stream_efficiency_in_use();
   overhead_ = device.kernel_overhead.value();
   units_ = device.compute_units;
   elem_bytes_ = core::dtype_bytes(dtype);
@@ -79,6 +80,11 @@ core::Seconds KernelModel::memory(double bytes, int kernels) const {
   return core::Seconds(kernels * std::max(bytes / kernels / byte_rate_, overhead_));
 }
 
+core::Seconds KernelModel::stream(double bytes, int kernels) const {
+  if (kernels <= 0) return core::Seconds(0.0);
+  return core::Seconds(kernels * std::max(bytes / kernels / stream_rate_, overhead_));
+}
+
 LayerTimes time_layers(const core::ModelSpec& m, const core::PlanSpec& plan, const core::DeviceSpec& device) {
   const KernelModel km(device, m.param_dtype);
   const double t = plan.tp;
@@ -115,10 +121,13 @@ LayerTimes time_layers(const core::ModelSpec& m, const core::PlanSpec& plan, con
     att_fwd = km.gemm(scores) + km.gemm(context) + km.memory(traffic.scores, 2);
     att_bwd = km.gemm_backward(scores) + km.gemm_backward(context) + km.memory(2.0 * traffic.scores, 2);
   }
-  // ---- memory-bound kernels: two norms, two bias-dropout-residual adds, the activation, QKV bias / rotary ----
-  constexpr int kElementwiseKernels = 6;
-  const core::Seconds mem_fwd = km.memory(traffic.elementwise, kElementwiseKernels);
-  const core::Seconds mem_bwd = km.memory(2.0 * traffic.elementwise, 2 * kElementwiseKernels);
+  // ---- memory-bound kernels: norms, residual adds, the activation, QKV bias / rotary (block_traffic) ----
+  const int fused = traffic.elementwise_kernels;
+  const int eager = traffic.stream_kernels;
+  const core::Seconds mem_fwd =
+      (fused > 0 ? km.memory(traffic.elementwise, fused) : core::Seconds(0.0)) + km.stream(traffic.streams, eager);
+  const core::Seconds mem_bwd = (fused > 0 ? km.memory(2.0 * traffic.elementwise, 2 * fused) : core::Seconds(0.0)) +
+                                km.stream(2.0 * traffic.streams, 2 * eager);
 
   LayerTimes out;
   out.block.fwd = lin_fwd + att_fwd + mem_fwd;

@@ -62,6 +62,9 @@ class KernelModel {
   [[nodiscard]] core::Seconds flash_attention(double batch_heads, double seq, double head_dim, bool backward) const;
   /** @brief `kernels` memory-bound kernels moving `bytes` in total. */
   [[nodiscard]] core::Seconds memory(double bytes, int kernels) const;
+  /** @brief `kernels` eager elementwise operations (casts, adds, multiplies) moving `bytes` in all, each at the
+   *  device's streaming share of HBM (DeviceSpec::stream_efficiency) and no faster than one kernel's overhead. */
+  [[nodiscard]] core::Seconds stream(double bytes, int kernels) const;
   /** @brief Fraction of the compute units busy over a GEMM's waves of `tiles` output tiles (1 when unknown). */
   [[nodiscard]] double wave_efficiency(double tiles) const;
 
@@ -69,6 +72,7 @@ class KernelModel {
   double flop_rate_;   ///< peak x ceiling
   double attention_rate_, attention_backward_rate_;  ///< peak x attention efficiency, forward and backward
   double byte_rate_;   ///< HBM bandwidth x memory efficiency
+  double stream_rate_;  ///< HBM bandwidth x stream efficiency
   double overhead_;    ///< seconds per kernel
   int units_;          ///< SMs / CUs
   double elem_bytes_;  ///< bytes per operand element

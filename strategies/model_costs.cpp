@@ -17,16 +17,69 @@ namespace shardsim::strategies {
 double cross_entropy_bytes_fwd(double e) { return e + 4.0 + 4.0 + 8.0 + 8.0 + 4.0 + 8.0; }
 double cross_entropy_bytes_bwd(double e) { return 8.0 + 8.0 + 4.0 + e; }
 
-// Memory-bound traffic [guess]: element reads+writes of the non-GEMM operations, per token, in units of hidden:
-// norms 2x2, two bias-dropout-residual 2x3, QKV bias/rotary 6, MLP activation 2 x ffn; standard attention adds
-// ~4.5 passes over the a*s scores per token (scale/mask/softmax, dropout). Backward moves about twice as much.
+// Memory-bound traffic: element reads+writes of the non-GEMM operations, per token, in units of hidden.
+// Fused model code (Megatron-LM's fused kernels) [guess]: norms 2x2, two bias-dropout-residual 2x3, QKV
+// bias/rotary 6, MLP activation 2 (GeLU) or 3 (SwiGLU) x ffn, in six kernels. Standard attention adds ~4.5 passes
+// over the a*s scores per token (scale/mask/softmax, dropout).
+// Eager PyTorch model code (Hugging Face's LlamaDecoderLayer, transformers 4.4x-5.x modeling_llama.py; torchtitan's
+// llama with norm_type rmsnorm and compile off) runs RMSNorm, rotary positions and SwiGLU as single operations:
+//   RMSNorm: x.to(fp32), pow(2), mean(-1), * rsqrt(var + eps), .to(bf16), weight * -> 28 + 4e bytes per element in
+//            6 full-size kernels and 2 per-row ones (the add and rsqrt of the variance);
+//   rotary (apply_rotary_pos_emb with rotate_half): q * cos, neg of a half, cat, * sin, + -> 10e bytes per element
+//            of q and of k, 5 kernels each;
+//   SwiGLU: act_fn(gate) * up -> silu 2e and multiply 3e per ffn element, 2 kernels;
+//   the two residual adds 3e each, and the attention output's transpose(1, 2).contiguous() 2e (1 kernel).
+// A LayerNorm (F.layer_norm) and GeLU stay one fused kernel each there. The profiler counts 43 kernels per
+// LLaMA layer forward where these and the 7 GEMMs and flash attention make 39 (validate/torch_step.py).
 BlockTraffic block_traffic(const core::ModelSpec& m, const core::PlanSpec& plan) {
   const double tokens = static_cast<double>(plan.micro_batch) * m.seq_len;
   const double e = core::dtype_bytes(m.param_dtype);
+  const double h = m.hidden;
+  const double f = m.ffn_hidden;
+  const double kv = static_cast<double>(m.kv_heads) * m.head_dim();
   const bool swiglu = m.mlp == core::MlpKind::kSwiglu;
+  const double per_rank = tokens / plan.tp;
   BlockTraffic bt;
-  bt.elementwise = tokens * (16.0 * m.hidden + (swiglu ? 3.0 : 2.0) * m.ffn_hidden) / plan.tp * e;
   bt.scores = plan.flash_attention ? 0.0 : 4.5 * tokens * m.heads * m.seq_len / plan.tp * e;
+  if (plan.megatron_model_code()) {
+    bt.elementwise = per_rank * (16.0 * h + (swiglu ? 3.0 : 2.0) * f) * e;
+    bt.elementwise_kernels = 6;
+    return bt;
+  }
+  // Fused kernels that remain: LayerNorms, GeLU, QKV bias / learned or ALiBi positions.
+  double fused = 0.0;
+  int fused_kernels = 0;
+  if (m.norm == core::NormKind::kLayerNorm) {
+    fused += 4.0 * h;
+    fused_kernels += 2;
+  }
+  if (!swiglu) {
+    fused += 2.0 * f;
+    fused_kernels += 1;
+  }
+  if (m.position != core::PositionKind::kRotary) {
+    fused += 6.0 * h;
+    fused_kernels += 1;
+  }
+  bt.elementwise = per_rank * fused * e;
+  bt.elementwise_kernels = fused_kernels;
+  // Eager single operations.
+  double streams = 6.0 * h * e + 2.0 * h * e;  // two residual adds, the attention output's copy
+  int stream_kernels = 3;
+  if (m.norm == core::NormKind::kRmsNorm) {
+    streams += 2.0 * h * (28.0 + 4.0 * e);
+    stream_kernels += 16;
+  }
+  if (m.position == core::PositionKind::kRotary) {
+    streams += 10.0 * e * (h + kv);
+    stream_kernels += 10;
+  }
+  if (swiglu) {
+    streams += 5.0 * e * f;
+    stream_kernels += 2;
+  }
+  bt.streams = per_rank * streams;
+  bt.stream_kernels = stream_kernels;
   return bt;
 }
 
@@ -80,7 +133,7 @@ ModelCosts compute_model_costs(const core::ModelSpec& m, const core::PlanSpec& p
   blk.bwd_flops = 2.0 * fwd;
 
   const BlockTraffic traffic = block_traffic(m, plan);
-  const double elementwise = traffic.elementwise;
+  const double elementwise = traffic.elementwise + traffic.streams;
   const double score_traffic = traffic.scores;
   blk.fwd_mem = core::Bytes(elementwise + score_traffic);
   blk.bwd_mem = core::Bytes(2.0 * (elementwise + score_traffic));

@@ -83,8 +83,14 @@ struct ModelCosts {
 /** @brief Block traffic of one micro-batch on one tensor-parallel rank that no GEMM does, forward: the
  *  elementwise kernels (norms, bias-dropout-residual, activation, QKV bias / rotary) and, without
  *  FlashAttention, the scale/mask/softmax/dropout passes over the attention scores (model_costs.cpp). */
+/// A block's memory-bound work forward (backward moves twice as much over twice the kernels [guess]): fused
+/// kernels at the device's memory efficiency, eager single operations (casts, adds, multiplies, concatenations)
+/// at its streaming efficiency, and the standard attention's passes over the scores.
 struct BlockTraffic {
-  double elementwise = 0.0;
+  double elementwise = 0.0;  ///< bytes of the fused memory-bound kernels
+  int elementwise_kernels = 0;
+  double streams = 0.0;  ///< bytes of the eager elementwise operations
+  int stream_kernels = 0;
   double scores = 0.0;
 };
 BlockTraffic block_traffic(const core::ModelSpec& model, const core::PlanSpec& plan);

@@ -232,6 +232,7 @@ core::ClusterSpec make_dgx_h100() {
   // the same machine.
   d.gemm_efficiency = 0.6991;                 // +- 0.0017
   d.memory_efficiency = 0.5438;               // +- 0.079 (PyTorch's norms, activations, softmax, AdamW)
+  d.stream_efficiency = 0.8356;               // +- 0.026 (device-to-device copies of 64 MiB to 1 GiB)
   d.attention_efficiency = 0.2224;            // +- 0.0058, causal flash forward
   d.attention_backward_efficiency = 0.1748;   // +- 0.0041
   d.kernel_overhead = Seconds(9.5209 * us);   // torch.add_ on a tiny tensor, eager, back to back
@@ -281,6 +282,7 @@ core::ClusterSpec make_dgx_h200() {
   // PyTorch's memory-bound operations reach a smaller share of the faster HBM than on the H100 (0.5438): softmax
   // and SwiGLU take the same time on both GPUs (bound by the SMs, which are the same), residual adds scale with HBM.
   d.memory_efficiency = 0.4411;              // +- 0.078
+  d.stream_efficiency = 0.8030;              // +- 0.036 (device-to-device copies of 64 MiB to 1 GiB)
   d.attention_efficiency = 0.22245;          // +- 0.0058, causal flash forward
   d.attention_backward_efficiency = 0.1776;  // +- 0.0039
   d.kernel_overhead = Seconds(11.2626 * us);  // torch.add_ on a tiny tensor, eager, back to back

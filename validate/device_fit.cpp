@@ -33,6 +33,9 @@ double predict_memory(const KernelModel& km, const Measurement& m) {
   return km.memory(m.kind == "copy" ? 2.0 * m.bytes : m.bytes, 1).value();
 }
 
+// A device copy: one read and one write stream, as an eager elementwise operation moves its operands.
+double predict_copy(const KernelModel& km, const Measurement& m) { return km.stream(2.0 * m.bytes, 1).value(); }
+
 struct Group {
   std::string what;
   bool fitted;
@@ -97,11 +100,11 @@ DeviceFit fit_device(const Results& r, const std::string& file) {
 
   const Group memory{"memory-bound operations (PyTorch)", true,
                      rows([](const Measurement& m) { return m.kind == "memory"; }), predict_memory};
-  const Group copies{"device copies >= 64 MiB", false,
+  const Group copies{"device copies >= 64 MiB", true,
                      rows([](const Measurement& m) {
                        return m.kind == "copy" && (m.name == "d2d" || m.name == "torch_d2d") && m.bytes >= 64.0 * (1 << 20);
                      }),
-                     predict_memory};
+                     predict_copy};
   const Group gemms{"GEMMs, dimensions multiples of 8 (BLAS)", true,
                     rows([](const Measurement& m) { return m.kind == "gemm" && !from_torch(m) && aligned_gemm(m); }),
                     predict_gemm};
@@ -139,6 +142,7 @@ DeviceFit fit_device(const Results& r, const std::string& file) {
     f.parameters[name] = FittedParameter{rf.fit.values[0], std::isfinite(se) ? std::optional<double>(se) : std::nullopt, at};
   };
   fit_one(memory, "device.memory_efficiency");
+  fit_one(copies, "device.stream_efficiency");
   fit_one(gemms, "device.gemm_efficiency");
   fit_one(att_fwd, "device.attention_efficiency");
   fit_one(att_bwd, "device.attention_backward_efficiency");

@@ -4,13 +4,15 @@
 // memory-bound operation, and bounded least squares on log(predicted / measured) (run_fit.hpp) fits the
 // device's parameters to them, each from the measurements it governs:
 //   device.memory_efficiency              the memory-bound operations of a transformer step (PyTorch)
+//   device.stream_efficiency              device-to-device copies of 64 MiB and more (one read and one write
+//                                         stream: what each eager elementwise operation moves)
 //   device.gemm_efficiency                the GEMM sweep (cuBLAS / hipBLAS), shapes whose dimensions are all
 //                                         multiples of 8 (16 bytes of bf16: what tensor-core loads need)
 //   device.attention_efficiency           causal FlashAttention forward (PyTorch's flash backend)
 //   device.attention_backward_efficiency  the same, backward
 //   device.kernel_overhead                taken, not fitted: the time of one eager PyTorch operation on a tiny
 //                                         tensor, the floor under every kernel an eager framework launches
-// Measurements of the same operations through another path (PyTorch's GEMMs, device copies) are held out and
+// Measurements of the same operations through another path (PyTorch's GEMMs) are held out and
 // reported as a check; GEMMs with a dimension that is not a multiple of 8 are reported apart (the model does not
 // slow them down).
 #include <optional>

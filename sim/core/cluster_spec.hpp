@@ -52,6 +52,10 @@ struct DeviceSpec {
   BytesPerSec hbm_bandwidth;
   double gemm_efficiency = 0.5;    ///< fraction of peak a large GEMM reaches (smaller ones lose to wave quantisation)
   double memory_efficiency = 0.8;  ///< fraction of HBM bandwidth memory-bound kernels reach
+  /// fraction of HBM bandwidth one eager elementwise operation reaches (a cast, an add, a multiply: one read and one
+  /// write stream, as a device-to-device copy); unset: memory_efficiency
+  std::optional<double> stream_efficiency;
+  [[nodiscard]] double stream_efficiency_in_use() const { return stream_efficiency.value_or(memory_efficiency); }
   /// fraction of the dense peak that causal FlashAttention reaches forward / backward with every SM busy (the
   /// fused kernels run well below a GEMM's ceiling: softmax, masking and the online rescaling between the two
   /// matrix products); 0: the GEMM ceiling, as a [guess]
@@ -86,8 +90,8 @@ struct DeviceSpec {
 /// torchtitan-fsdp amsp-v2 --fit device.attention_efficiency,device.attention_backward_efficiency` (the test
 /// DeviceFit.A100AttentionIsTheFitToMosaicsLongSequences refits them). The backward is well determined (+-0.015);
 /// the forward, a fifth of attention's work, loosely (+-0.15).
-inline constexpr double kFittedA100AttentionForward = 0.6202;
-inline constexpr double kFittedA100AttentionBackward = 0.2676;
+inline constexpr double kFittedA100AttentionForward = 0.6102;
+inline constexpr double kFittedA100AttentionBackward = 0.2704;
 
 /// The V100's GEMM ceiling (SXM2 and SXM3 parts): fitted on the zeropp-v100-fit set (fit: ZeRO-3 and ZeRO++ for an
 /// 18B GPT on 384 V100s of DGX-2 nodes with all eight NICs, the runs least bound by the network; DeepSpeed's ZeRO++
@@ -115,7 +119,7 @@ inline constexpr double kMeasuredTensorHookS = 0.0917e-3;
 /// the h100-deepspeed-fit set (DeepSpeed 0.14.4 ZeRO-3 steps on one H100, validate/ds_steps.py) together with the
 /// host's page faults (kFittedPageFaultS; the test HostHooks.ModuleHookAndPageFaultAreTheFitOfTheDeepSpeedSteps
 /// refits both), 317 us +- 72; other hosts [guess].
-inline constexpr double kFittedModuleHookS = 0.3169e-3;
+inline constexpr double kFittedModuleHookS = 0.3116e-3;
 /// Eager PyTorch's host time to run one transformer block, forward and backward (the Python modules, autograd,
 /// the kernel launches), measured on the same host: plain Hugging Face LLaMA steps with 8, 16 and 32 blocks of
 /// hidden 256 (too small for the GPU to set the pace), the least-squares slope of the forward and backward spans

@@ -201,10 +201,10 @@ std::string render_table(const scenario::Scenario& s, const scenario::Evaluation
                      lv.latency.value() * 1e6, lv.source.empty() ? std::string("[guess]") : lv.source);
   }
   const auto& d = c.device;
-  o += fmt::format("device    GEMM ceiling {:.2f}, flash attention {:.2f}/{:.2f}{}, memory-bound {:.2f} of {:.0f} GB/s, {} compute "
+  o += fmt::format("device    GEMM ceiling {:.2f}, flash attention {:.2f}/{:.2f}{}, memory-bound {:.2f} (eager streams {:.2f}) of {:.0f} GB/s, {} compute "
                    "units, {:.1f} us per kernel, compute {} beside collectives ({})\n",
                    d.gemm_efficiency, d.attention_efficiency_in_use(false), d.attention_efficiency_in_use(true),
-                   d.attention_efficiency > 0.0 ? "" : " [guess: the GEMM ceiling]", d.memory_efficiency,
+                   d.attention_efficiency > 0.0 ? "" : " [guess: the GEMM ceiling]", d.memory_efficiency, d.stream_efficiency_in_use(),
                    d.hbm_bandwidth.value() / 1e9, d.compute_units, d.kernel_overhead.value() * 1e6,
                    d.comm_compute_slowdown == 1.0 ? std::string("unslowed [guess]")
                                                   : fmt::format("{:.2f}x slower", d.comm_compute_slowdown),
@@ -495,6 +495,7 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
                   {"device_model",
                    {{"gemm_efficiency", c.device.gemm_efficiency},
                     {"memory_efficiency", c.device.memory_efficiency},
+                    {"stream_efficiency", c.device.stream_efficiency_in_use()},
                     {"attention_efficiency", c.device.attention_efficiency},
                     {"attention_backward_efficiency", c.device.attention_backward_efficiency},
                     {"comm_compute_slowdown", c.device.comm_compute_slowdown},

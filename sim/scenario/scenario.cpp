@@ -118,7 +118,8 @@ core::ModelSpec parse_model(const ConfigNode& n, const std::filesystem::path& ba
 // ---------------------------------------------------------------- cluster
 void apply_device(const ConfigNode& n, core::DeviceSpec& d) {
   n.expect_map({"name", "peak", "hbm", "hbm_bandwidth", "gemm_efficiency", "memory_efficiency", "attention_efficiency",
-                "attention_backward_efficiency", "comm_compute_slowdown", "runtime_reserved", "compute_units", "kernel_overhead"});
+                "attention_backward_efficiency", "comm_compute_slowdown", "runtime_reserved", "compute_units", "kernel_overhead",
+                "stream_efficiency"});
   if (auto v = n.find("name")) d.name = v->as_string();
   if (auto p = n.find("peak")) {
     p->expect_map({"fp32", "fp16", "bf16", "fp8", "int8"});
@@ -129,6 +130,7 @@ void apply_device(const ConfigNode& n, core::DeviceSpec& d) {
   if (auto v = n.find("hbm_bandwidth")) d.hbm_bandwidth = v->as_bandwidth();
   if (auto v = n.find("gemm_efficiency")) d.gemm_efficiency = v->as_fraction();
   if (auto v = n.find("memory_efficiency")) d.memory_efficiency = v->as_fraction();
+  if (auto v = n.find("stream_efficiency")) d.stream_efficiency = v->as_fraction();
   if (auto v = n.find("attention_efficiency")) d.attention_efficiency = v->as_fraction();
   if (auto v = n.find("attention_backward_efficiency")) d.attention_backward_efficiency = v->as_fraction();
   if (auto v = n.find("comm_compute_slowdown")) {
@@ -137,7 +139,7 @@ void apply_device(const ConfigNode& n, core::DeviceSpec& d) {
       v->fail("expected a factor from 1 (compute unaffected by collectives beside it) to 10");
     }
   }
-  if (n.has("gemm_efficiency") || n.has("memory_efficiency") || n.has("attention_efficiency") ||
+  if (n.has("gemm_efficiency") || n.has("memory_efficiency") || n.has("stream_efficiency") || n.has("attention_efficiency") ||
       n.has("attention_backward_efficiency") || n.has("kernel_overhead")) {
     d.efficiency_source = n.file();
   }
@@ -1304,6 +1306,7 @@ std::string cluster_to_yaml(const core::ClusterSpec& c) {
                    c.device.hbm_bandwidth.value() / 1e9);
   o += fmt::format("  gemm_efficiency: {}\n  memory_efficiency: {}\n  runtime_reserved: {}\n",
                    c.device.gemm_efficiency, c.device.memory_efficiency, yaml_bytes(c.device.runtime_reserved.value()));
+  if (c.device.stream_efficiency) o += fmt::format("  stream_efficiency: {}\n", *c.device.stream_efficiency);
   if (c.device.attention_efficiency > 0.0) o += fmt::format("  attention_efficiency: {}\n", c.device.attention_efficiency);
   if (c.device.attention_backward_efficiency > 0.0) {
     o += fmt::format("  attention_backward_efficiency: {}\n", c.device.attention_backward_efficiency);

@@ -604,6 +604,8 @@ TEST(ScenarioYamlDump, EveryPresetRoundTrips) {
       EXPECT_NEAR(d.hbm_bandwidth.value(), c.device.hbm_bandwidth.value(), 1e-6) << cname;
       EXPECT_NEAR(d.peak_for(m.param_dtype)->value(), c.device.peak_for(m.param_dtype)->value(), 1e-3) << cname;
       EXPECT_DOUBLE_EQ(d.gemm_efficiency, c.device.gemm_efficiency) << cname;
+      EXPECT_DOUBLE_EQ(d.memory_efficiency, c.device.memory_efficiency) << cname;
+      EXPECT_EQ(d.stream_efficiency, c.device.stream_efficiency) << cname;
       EXPECT_EQ(d.compute_units, c.device.compute_units) << cname;
       EXPECT_NEAR(d.kernel_overhead.value(), c.device.kernel_overhead.value(), 1e-15) << cname;
       EXPECT_DOUBLE_EQ(d.runtime_reserved.value(), c.device.runtime_reserved.value()) << cname;

@@ -102,6 +102,57 @@ TEST(KernelModel, LayersAmortiseFixedCostsOverTheMicroBatchAndTensorParallelismB
   EXPECT_LT(time_layers(m, p, a100).block.fwd.value(), full.block.fwd.value());
 }
 
+// Eager elementwise operations stream at their own share of HBM, each no faster than a launch.
+TEST(KernelModel, EagerStreamsRunAtTheStreamingEfficiency) {
+  core::DeviceSpec d = device(100, 5);
+  const KernelModel plain(d, core::Dtype::kBf16);
+  EXPECT_NEAR(plain.stream(8e9, 4).value(), 8e9 / (1e12 * 0.8), 1e-12);  // unset: the memory efficiency
+  d.stream_efficiency = 0.9;
+  const KernelModel km(d, core::Dtype::kBf16);
+  EXPECT_NEAR(km.stream(9e9, 4).value(), 9e9 / (1e12 * 0.9), 1e-12);
+  EXPECT_NEAR(km.stream(1e3, 4).value(), 4 * 5e-6, 1e-15);
+  EXPECT_EQ(km.stream(1e9, 0).value(), 0.0);
+}
+
+// Megatron's fused kernels against eager PyTorch's single operations for a LLaMA block (RMSNorm, rotary, SwiGLU):
+// per token 16h + 3f elements in six kernels against 2(28 + 4e)h + 10e(h + kv) + 5e f + 8e h bytes in 31.
+TEST(KernelModel, EagerLlamaBlocksMoveTheirSingleOperationsBytes) {
+  core::ModelSpec m;
+  m.layers = 1;
+  m.hidden = 4096;
+  m.heads = 32;
+  m.kv_heads = 8;
+  m.ffn_hidden = 11008;
+  m.vocab = 32000;
+  m.seq_len = 2048;
+  m.mlp = core::MlpKind::kSwiglu;
+  m.norm = core::NormKind::kRmsNorm;
+  m.position = core::PositionKind::kRotary;
+  core::PlanSpec plan;
+  plan.micro_batch = 1;
+  plan.model_code = core::ModelCode::kMegatron;
+  const double tokens = 2048, h = 4096, f = 11008, kv = 8 * 128, e = 2;
+  const BlockTraffic fused = block_traffic(m, plan);
+  EXPECT_DOUBLE_EQ(fused.elementwise, tokens * (16 * h + 3 * f) * e);
+  EXPECT_EQ(fused.elementwise_kernels, 6);
+  EXPECT_EQ(fused.stream_kernels, 0);
+  plan.model_code = core::ModelCode::kHuggingFace;
+  const BlockTraffic eager = block_traffic(m, plan);
+  EXPECT_EQ(eager.elementwise_kernels, 0);
+  EXPECT_EQ(eager.stream_kernels, 31);
+  EXPECT_DOUBLE_EQ(eager.streams, tokens * (2 * (28 + 4 * e) * h + 10 * e * (h + kv) + 5 * e * f + 8 * e * h));
+  // Tensor parallelism splits both.
+  plan.tp = 2;
+  EXPECT_DOUBLE_EQ(block_traffic(m, plan).streams, eager.streams / 2);
+  // The eager block is slower on the same device: more bytes and 31 launches.
+  core::DeviceSpec d = device(132, 5);
+  d.stream_efficiency = 0.84;
+  plan.tp = 1;
+  const double eager_fwd = time_layers(m, plan, d).block.fwd.value();
+  plan.model_code = core::ModelCode::kMegatron;
+  EXPECT_GT(eager_fwd, time_layers(m, plan, d).block.fwd.value());
+}
+
 TEST(KernelModel, CostsCarryTheTimesOnlyWhenADeviceIsGiven) {
   const core::ModelSpec m = *core::find_model_preset("llama2-7b");
   core::PlanSpec p;

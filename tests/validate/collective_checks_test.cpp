@@ -134,7 +134,7 @@ TEST(CollectiveChecks, ABenchmarkWithoutItsMachineIsRefusedWithFileAndLine) {
     EXPECT_NE(std::string(e.what()).find(":2:"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("proto"), std::string::npos) << e.what();
   }
-  const auto preset = write_temp("shardsim_check_preset.txt", "# shardsim: cluster=dgx-h200 ranks=16\n" + table);
+  const auto preset = write_temp("shardsim_check_preset.txt", "# shardsim: cluster=dgx-b200 ranks=16\n" + table);
   EXPECT_THROW((void)load_collective_check(preset), core::ConfigError);
 }
 
