@@ -43,7 +43,7 @@ TEST(Validate, EveryShippedSetRunsAndNoRowThatRanIsRefused) {
                                                {"mosaic-mpt-a100", 31}, {"mosaic-mpt-a100-long", 27},
                                                {"mosaic-mpt-h100", 69}, {"mosaic-mpt-a100-40gb", 78},
                                                {"zeropp-v100-fit", 2}, {"zeropp-v100", 10},
-                                               {"h200-llama-steps", 33}, {"h200-fsdp-steps", 12}};
+                                               {"h200-llama-steps", 36}, {"h200-fsdp-steps", 12}};
   // Gaps the model has today, each with the reason it gives: a row that ran but that the model cannot take.
   const std::map<std::string, std::string> known_refused = {
       // 30B at 8,192 tokens on 8 A100-80GB ran; the memory model (a 1 GiB workspace allowance, a guess) is 1% over.
