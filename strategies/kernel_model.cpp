@@ -76,14 +76,14 @@ core::Seconds KernelModel::flash_attention(double batch_heads, double seq, doubl
   return core::Seconds(std::max(t, overhead_));
 }
 
-core::Seconds KernelModel::memory(double bytes, int kernels) const {
-  return core::Seconds(kernels * std::max(bytes / kernels / byte_rate_, overhead_));
+core::Seconds KernelModel::passes(double bytes, int kernels, double rate) const {
+  if (kernels <= 0) return core::Seconds(0.0);
+  return core::Seconds(kernels * std::max(bytes / kernels / rate, overhead_));
 }
 
-core::Seconds KernelModel::stream(double bytes, int kernels) const {
-  if (kernels <= 0) return core::Seconds(0.0);
-  return core::Seconds(kernels * std::max(bytes / kernels / stream_rate_, overhead_));
-}
+core::Seconds KernelModel::memory(double bytes, int kernels) const { return passes(bytes, kernels, byte_rate_); }
+
+core::Seconds KernelModel::stream(double bytes, int kernels) const { return passes(bytes, kernels, stream_rate_); }
 
 LayerTimes time_layers(const core::ModelSpec& m, const core::PlanSpec& plan, const core::DeviceSpec& device) {
   const KernelModel km(device, m.param_dtype);
@@ -124,10 +124,8 @@ LayerTimes time_layers(const core::ModelSpec& m, const core::PlanSpec& plan, con
   // ---- memory-bound kernels: norms, residual adds, the activation, QKV bias / rotary (block_traffic) ----
   const int fused = traffic.elementwise_kernels;
   const int eager = traffic.stream_kernels;
-  const core::Seconds mem_fwd =
-      (fused > 0 ? km.memory(traffic.elementwise, fused) : core::Seconds(0.0)) + km.stream(traffic.streams, eager);
-  const core::Seconds mem_bwd = (fused > 0 ? km.memory(2.0 * traffic.elementwise, 2 * fused) : core::Seconds(0.0)) +
-                                km.stream(2.0 * traffic.streams, 2 * eager);
+  const core::Seconds mem_fwd = km.memory(traffic.elementwise, fused) + km.stream(traffic.streams, eager);
+  const core::Seconds mem_bwd = km.memory(2.0 * traffic.elementwise, 2 * fused) + km.stream(2.0 * traffic.streams, 2 * eager);
 
   LayerTimes out;
   out.block.fwd = lin_fwd + att_fwd + mem_fwd;

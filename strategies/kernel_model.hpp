@@ -60,7 +60,7 @@ class KernelModel {
    *  blocks are unequal (row block i of R works on i + 1 column blocks), so with few heads the longest block, a
    *  whole row, bounds the time: the kernel takes at least that block's work at one unit's rate. */
   [[nodiscard]] core::Seconds flash_attention(double batch_heads, double seq, double head_dim, bool backward) const;
-  /** @brief `kernels` memory-bound kernels moving `bytes` in total. */
+  /** @brief `kernels` memory-bound kernels moving `bytes` in total (none: no time). */
   [[nodiscard]] core::Seconds memory(double bytes, int kernels) const;
   /** @brief `kernels` eager elementwise operations (casts, adds, multiplies) moving `bytes` in all, each at the
    *  device's streaming share of HBM (DeviceSpec::stream_efficiency) and no faster than one kernel's overhead. */
@@ -71,6 +71,9 @@ class KernelModel {
  private:
   double flop_rate_;   ///< peak x ceiling
   double attention_rate_, attention_backward_rate_;  ///< peak x attention efficiency, forward and backward
+  /** @brief `kernels` kernels moving `bytes` in all at `rate` bytes/s, each no faster than one kernel's overhead. */
+  [[nodiscard]] core::Seconds passes(double bytes, int kernels, double rate) const;
+
   double byte_rate_;   ///< HBM bandwidth x memory efficiency
   double stream_rate_;  ///< HBM bandwidth x stream efficiency
   double overhead_;    ///< seconds per kernel

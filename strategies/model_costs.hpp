@@ -80,12 +80,11 @@ struct ModelCosts {
 
 /** @brief Costs of `model` under `plan` (uses tp, micro_batch, recompute, flash_attention); with `device`, each
  *  unit's durations from its kernels too. */
-/** @brief Block traffic of one micro-batch on one tensor-parallel rank that no GEMM does, forward: the
- *  elementwise kernels (norms, bias-dropout-residual, activation, QKV bias / rotary) and, without
- *  FlashAttention, the scale/mask/softmax/dropout passes over the attention scores (model_costs.cpp). */
-/// A block's memory-bound work forward (backward moves twice as much over twice the kernels [guess]): fused
-/// kernels at the device's memory efficiency, eager single operations (casts, adds, multiplies, concatenations)
-/// at its streaming efficiency, and the standard attention's passes over the scores.
+/** @brief Block traffic of one micro-batch on one tensor-parallel rank that no GEMM does, forward (backward moves
+ *  twice as much over twice the kernels [guess]): fused kernels (norms, bias-dropout-residual, activation, QKV
+ *  bias / rotary) at the device's memory efficiency, eager single operations (casts, adds, multiplies,
+ *  concatenations) at its streaming efficiency, and, without FlashAttention, the scale/mask/softmax/dropout
+ *  passes over the attention scores (model_costs.cpp). */
 struct BlockTraffic {
   double elementwise = 0.0;  ///< bytes of the fused memory-bound kernels
   int elementwise_kernels = 0;

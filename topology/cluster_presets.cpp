@@ -290,7 +290,6 @@ core::ClusterSpec make_dgx_h200() {
   // shardsim's codec kernels on the same H200 at 1 GiB (the test Presets.H200CodecRatesAreItsKernelMeasurements).
   d.codec = core::CodecRates{BytesPerSec(228.48e9), BytesPerSec(136.01e9), BytesPerSec(145.97e9), BytesPerSec(80.98e9),
                              "shardsim's kernels measured on an H200 SXM (validate/results/, 1 GiB)"};
-  d.source = "datasheet; measured GEMM and copy rates";
   // Pinned host-to-device copies on the measured H200 (the copy fit of `shardsim calibrate`); PCIe Gen5 x16.
   c.host.link_bandwidth = BytesPerSec(55.3916 * GBps);
   return c;

@@ -28,12 +28,11 @@ double predict_gemm(const KernelModel& km, const Measurement& m) {
 double predict_attention(const KernelModel& km, const Measurement& m) {
   return km.flash_attention(static_cast<double>(m.batch) * m.heads, m.seq, m.head_dim, backward(m)).value();
 }
-// A memory-bound operation moving m.bytes; a device copy moves its bytes twice (read and written).
-double predict_memory(const KernelModel& km, const Measurement& m) {
-  return km.memory(m.kind == "copy" ? 2.0 * m.bytes : m.bytes, 1).value();
-}
+// A memory-bound operation moving m.bytes.
+double predict_memory(const KernelModel& km, const Measurement& m) { return km.memory(m.bytes, 1).value(); }
 
-// A device copy: one read and one write stream, as an eager elementwise operation moves its operands.
+// A device copy moves its bytes twice (read and written): one read and one write stream, as an eager elementwise
+// operation moves its operands.
 double predict_copy(const KernelModel& km, const Measurement& m) { return km.stream(2.0 * m.bytes, 1).value(); }
 
 struct Group {
