@@ -60,6 +60,26 @@ std::vector<LinearLayer> linear_layers(const core::ModelSpec& m, const core::Pla
           {"logits", {tokens, static_cast<double>(m.vocab) / t, h}}};
 }
 
+std::vector<GemmShape> block_matmul_sequence(const core::ModelSpec& m, const core::PlanSpec& plan) {
+  const double t = plan.tp;
+  const double tokens = static_cast<double>(plan.micro_batch) * m.seq_len;
+  const double h = m.hidden;
+  const double f = m.ffn_hidden;
+  const double kv = static_cast<double>(m.kv_heads) * m.head_dim();
+  std::vector<GemmShape> out;
+  if (m.fused_qkv) {
+    out.push_back({tokens, (h + 2.0 * kv) / t, h});
+  } else {
+    out.push_back({tokens, h / t, h});
+    out.push_back({tokens, kv / t, h});
+    out.push_back({tokens, kv / t, h});
+  }
+  out.push_back({tokens, h, h / t});
+  for (int i = 0; i < (m.mlp == core::MlpKind::kSwiglu ? 2 : 1); ++i) out.push_back({tokens, f / t, h});
+  out.push_back({tokens, h, f / t});
+  return out;
+}
+
 core::Seconds KernelModel::gemm_backward(const GemmShape& g) const {
   return gemm(data_gradient(g)) + gemm(weight_gradient(g));
 }
@@ -133,6 +153,16 @@ LayerTimes time_layers(const core::ModelSpec& m, const core::PlanSpec& plan, con
   switch (plan.recompute) {
     case core::Recompute::kNone: break;
     case core::Recompute::kSelective: out.block.recompute = plan.flash_attention ? core::Seconds(0.0) : att_fwd; break;
+    case core::Recompute::kSelectiveOp: {
+      // Each second matmul again, and everything but the matmuls and the fused attention: the memory-bound work,
+      // and the unfused attention's (torch's math attention is not on the policy's save list).
+      const std::vector<GemmShape> seq = block_matmul_sequence(m, plan);
+      for (std::size_t i = 0; i < seq.size(); ++i) {
+        if (!op_policy_saves(i)) out.block.recompute += km.gemm(seq[i]);
+      }
+      out.block.recompute += mem_fwd + (plan.flash_attention ? core::Seconds(0.0) : att_fwd);
+      break;
+    }
     case core::Recompute::kFull: out.block.recompute = out.block.fwd; break;
   }
   // ---- embedding: lookup (+ learned positions) forward, scatter-add of its gradient backward ----

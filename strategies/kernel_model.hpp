@@ -44,6 +44,16 @@ struct LinearLayer {
  *  sweep of `shardsim-validate bench` both take their shapes from here. */
 std::vector<LinearLayer> linear_layers(const core::ModelSpec& model, const core::PlanSpec& plan);
 
+/** @brief A block's matrix multiplications one by one, in the order its forward calls them (q, k, v or a fused QKV;
+ *  the output projection; SwiGLU's gate then up, or the MLP's up; the down projection), on one tensor-parallel
+ *  rank: what an op-level recomputation policy counts (Recompute::kSelectiveOp). */
+std::vector<GemmShape> block_matmul_sequence(const core::ModelSpec& model, const core::PlanSpec& plan);
+/** @brief Whether torchtitan's op-level policy saves the output of a block's matmul number `index` (0-based, in
+ *  block_matmul_sequence order): all but each second one (pytorch/torchtitan@9dec370
+ *  torchtitan/parallelisms/parallelize_llama.py, _apply_ac_to_transformer_block: a matmul whose 1-based count in
+ *  the block's forward is even is recomputed). */
+[[nodiscard]] inline bool op_policy_saves(std::size_t index) { return index % 2 == 0; }
+
 class KernelModel {
  public:
   /** @brief Precondition: `device` has a peak for `dtype`. */

@@ -84,7 +84,7 @@ double gradient_bucket_bytes(const core::PlanSpec& plan, double grad_bytes, bool
 }
 
 BlockHostTimes block_host_times(const core::HostSpec& host, const core::PlanSpec& plan) {
-  if (plan.megatron_model_code()) return {host.megatron_block_forward, host.megatron_block_backward};
+  if (plan.fused_model_code()) return {host.megatron_block_forward, host.megatron_block_backward};
   return {host.block_forward, host.block_backward};
 }
 
@@ -92,7 +92,7 @@ double host_block_time(const core::HostSpec& host, const UnitCost& c, graph::Pha
   if (!c.block) return 0.0;
   const BlockHostTimes t = block_host_times(host, plan);
   if (phase == graph::Phase::kForward) return t.forward.value();
-  return t.backward.value() + (plan.recompute == core::Recompute::kFull ? t.forward.value() : 0.0);
+  return t.backward.value() + (core::reruns_block_forward(plan.recompute) ? t.forward.value() : 0.0);
 }
 
 void apply_compression(graph::TaskGraph& g, const core::PlanSpec& plan) {

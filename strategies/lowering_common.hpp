@@ -90,8 +90,9 @@ double gradient_memory_bytes(const core::ModelSpec& model, const core::PlanSpec&
  *  (ibid. l.74-77). */
 double gradient_bucket_bytes(const core::PlanSpec& plan, double grad_bytes, bool first_stage);
 
-/** @brief The host's per-block times (forward, backward) for the plan's model code: Megatron's where it runs
- *  (model_code megatron, or framework megatron), else Hugging Face's. */
+/** @brief The host's per-block times (forward, backward) for the plan's model code: Megatron's where fused code
+ *  runs (model_code megatron or fused, or framework megatron; [guess] for other fused code: a block of a few fused
+ *  kernels costs its thread what Megatron's does), else Hugging Face's. */
 struct BlockHostTimes {
   core::Seconds forward;
   core::Seconds backward;
@@ -99,12 +100,20 @@ struct BlockHostTimes {
 BlockHostTimes block_host_times(const core::HostSpec& host, const core::PlanSpec& plan);
 
 /** @brief The framework thread's time to run unit `c` eagerly in `phase` (forward, or backward with the forward
- *  again under full recomputation): the host's per-block times for a transformer block of the plan's model code
+ *  again where recomputation reruns it: full, and the op-level policy): the host's per-block times for a transformer block of the plan's model code
  *  (block_host_times), nothing for the embedding and the head. */
 double host_block_time(const core::HostSpec& host, const UnitCost& c, graph::Phase phase, const core::PlanSpec& plan);
 
 /** @brief Copies the plan's compression (per parallel dimension) into the graph's per-purpose codec costs. */
 void apply_compression(graph::TaskGraph& g, const core::PlanSpec& plan);
+
+/** @brief The memory that unit `c`'s forward task `f` holds only while it runs (UnitCost::fwd_transient: the loss's
+ *  fp32 logits), counted from its start to its end. */
+inline void add_forward_transient(graph::TaskGraph& g, graph::TaskId f, const UnitCost& c) {
+  if (c.fwd_transient.value() <= 0.0) return;
+  g.add_mem(f, false, graph::MemKind::kLogits, c.fwd_transient);
+  g.add_mem(f, true, graph::MemKind::kLogits, core::Bytes(-c.fwd_transient.value()));
+}
 
 /** @brief The end of an iteration on one rank role: the scalar gradient-norm all-reduce when gradients are
  *  sharded, the optimizer step (memory-bound), and the all-gather of updated parameter shards into the

@@ -168,15 +168,16 @@ MemoryBreakdown estimate_memory(const core::ModelSpec& model, const core::Cluste
   const std::string mode = fmt::format("recompute {}, micro-batch {}", core::recompute_name(plan.recompute),
                                        plan.micro_batch);
   if (plan.pp <= 1) {
-    // One micro-batch in flight: every unit's saved activations plus the largest recomputed transient,
-    // present while that unit's backward runs.
+    // One micro-batch in flight: every unit's saved activations plus the largest transient: a recomputed one,
+    // present while that unit's backward runs, or the loss's, while the head's forward runs (the last unit's: the
+    // others' are saved by then as well).
     std::vector<int> all(costs.units.size());
     double saved = 0.0;
     double transient = 0.0;
     for (std::size_t u = 0; u < costs.units.size(); ++u) {
       all[u] = static_cast<int>(u);
       saved += costs.units[u].act_saved.value();
-      transient = std::max(transient, costs.units[u].act_transient.value());
+      transient = std::max({transient, costs.units[u].act_transient.value(), costs.units[u].fwd_transient.value()});
     }
     return rank_memory(model, cluster, plan, costs, all, saved + transient, mode);
   }
@@ -195,7 +196,10 @@ MemoryBreakdown estimate_memory(const core::ModelSpec& model, const core::Cluste
     }
     double transient = 0.0;
     const std::vector<int> units = layout.stage_units(st);
-    for (int u : units) transient = std::max(transient, costs.units[static_cast<std::size_t>(u)].act_transient.value());
+    for (int u : units) {
+      const UnitCost& c = costs.units[static_cast<std::size_t>(u)];
+      transient = std::max({transient, c.act_transient.value(), c.fwd_transient.value()});
+    }
     MemoryBreakdown mb = rank_memory(model, cluster, plan, costs, units, peak + transient,
                                      fmt::format("{}, {} in flight", mode, layout.max_in_flight(st)));
     mb.stage = st;

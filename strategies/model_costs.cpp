@@ -41,7 +41,7 @@ BlockTraffic block_traffic(const core::ModelSpec& m, const core::PlanSpec& plan)
   const double per_rank = tokens / plan.tp;
   BlockTraffic bt;
   bt.scores = plan.flash_attention ? 0.0 : 4.5 * tokens * m.heads * m.seq_len / plan.tp * e;
-  if (plan.megatron_model_code()) {
+  if (plan.fused_model_code()) {
     bt.elementwise = per_rank * (16.0 * h + (swiglu ? 3.0 : 2.0) * f) * e;
     bt.elementwise_kernels = 6;
     return bt;
@@ -162,6 +162,27 @@ ModelCosts compute_model_costs(const core::ModelSpec& m, const core::PlanSpec& p
         blk.recompute_mem = core::Bytes(score_traffic);
       }
       break;
+    case core::Recompute::kSelectiveOp: {
+      // Saved: the block's input, the outputs of the matmuls the policy keeps, the attention's output with its
+      // fp32 log-sum-exp per head and token (flash) or nothing of it (torch's math attention, recomputed).
+      // Recomputed in the backward: the other matmuls and every elementwise operation, whose outputs are transient.
+      const std::vector<GemmShape> seq = block_matmul_sequence(m, plan);
+      double saved = tokens * h * e / (plan.sequence_parallel ? t : 1.0);
+      double flops = 0.0;
+      for (std::size_t i = 0; i < seq.size(); ++i) {
+        if (op_policy_saves(i)) {
+          saved += seq[i].m * seq[i].n * e;
+        } else {
+          flops += 2.0 * seq[i].m * seq[i].n * seq[i].k;
+        }
+      }
+      if (plan.flash_attention) saved += tokens * (h * e + a * 4.0) / t;
+      blk.act_saved = core::Bytes(saved);
+      blk.act_transient = core::Bytes(full_block + (plan.flash_attention ? 0.0 : score_bytes / t));
+      blk.recompute_flops = core::Flops(flops) + (plan.flash_attention ? core::Flops(0.0) : scores);
+      blk.recompute_mem = core::Bytes(elementwise + (plan.flash_attention ? 0.0 : score_traffic));
+      break;
+    }
     case core::Recompute::kFull:
       blk.act_saved = core::Bytes(tokens * h * e / (plan.sequence_parallel ? t : 1.0));  // the block input (2sbh)
       blk.act_transient = core::Bytes(full_block + (plan.flash_attention ? 0.0 : score_bytes / t));
@@ -212,8 +233,14 @@ ModelCosts compute_model_costs(const core::ModelSpec& m, const core::PlanSpec& p
   const double logits = tokens * m.vocab / t;
   head.fwd_mem = core::Bytes(logits * (e + cross_entropy_bytes_fwd(e)));  // write the logits, then the loss
   head.bwd_mem = core::Bytes(logits * cross_entropy_bytes_bwd(e));
-  // Saved: final-norm input (e*sbh) and the logits with their fp32 softmax for the loss gradient.
-  head.act_saved = core::Bytes(tokens * h * e + logits * (e + 4.0));
+  // Saved: final-norm input (e*sbh) and the logits, with their fp32 softmax for the loss gradient where the
+  // cross-entropy keeps one. PyTorch's F.cross_entropy on logits.float() (torchtitan's loss, Hugging Face's
+  // LlamaForCausalLM) also holds the fp32 copy while log_softmax writes its fp32 output beside it; Megatron's
+  // vocab-parallel cross-entropy works in place on its fp32 copy (megatron/core/tensor_parallel/cross_entropy.py),
+  // which is the saved softmax; a fused kernel (flash-attn's) keeps the 16-bit logits and a log-sum-exp per row.
+  const core::CrossEntropy loss = plan.loss_kernel();
+  head.act_saved = core::Bytes(tokens * h * e + logits * (e + (loss == core::CrossEntropy::kFused ? 0.0 : 4.0)));
+  if (loss == core::CrossEntropy::kTorch) head.fwd_transient = core::Bytes(logits * 4.0);
   head.modules = m.tied_embeddings ? 1 : 2;  // final norm (+ the output projection unless tied)
   head.tensors = norm_tensors + (m.tied_embeddings ? 0 : 1);
   head.weights = {TensorGroup{m.vocab * h / t, m.tied_embeddings ? 0 : 1}, TensorGroup{}, TensorGroup{}};

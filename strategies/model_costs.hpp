@@ -36,6 +36,9 @@ struct UnitCost {
   core::Bytes recompute_mem;
   core::Bytes act_saved;      ///< kept from this unit's forward until its backward, per micro-batch
   core::Bytes act_transient;  ///< rebuilt during this unit's backward by recomputation
+  /// present while this unit's forward runs, beyond what it keeps: the fp32 copy of the logits that PyTorch's
+  /// cross-entropy reads beside the log-softmax it writes
+  core::Bytes fwd_transient;
   int tp_allreduces = 0;      ///< Megatron all-reduces in forward (same count in backward)
   int modules = 1;            ///< submodules holding parameters (linears, norms, embeddings): their hooks run each pass
   /// of them, those DeepSpeed's ZeRO-3 gathers: a tensor above the plan's persistence threshold (the others stay

@@ -460,6 +460,7 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
                   core::Bytes(-c.params * pb * regathered(static_cast<std::size_t>(u))));
       }
       g.add_mem(f, false, u == units - 1 ? MemKind::kLogits : MemKind::kActivations, c.act_saved);
+      add_forward_transient(g, f, c);
       fwd_compute[static_cast<std::size_t>(u)] = f;
       add_tp(u, mb, c.tp_allreduces);
     }

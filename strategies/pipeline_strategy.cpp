@@ -134,6 +134,7 @@ void PipelineStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) const
       first = false;
       g.add_mem(last, false, u == static_cast<int>(costs.units.size()) - 1 ? MemKind::kLogits : MemKind::kActivations,
                 c.act_saved);
+      add_forward_transient(g, last, c);
       add_tp(u, op.micro, c.tp_allreduces);
     }
     fwd_done[at(op.chunk, op.micro)] = last;

@@ -131,6 +131,16 @@ ModelSpec make_llama1(const char* name, int layers, int hidden, int heads, int f
   return m;
 }
 
+// Llama 3 / 3.1: the Llama 2 block with grouped-query attention at every size, a 128,256-token vocabulary and an
+// 8,192-token pre-training context.
+ModelSpec make_llama3(const char* name, int layers, int hidden, int heads, int ffn) {
+  ModelSpec m = make_llama2(name, layers, hidden, heads, 8, ffn);
+  m.vocab = 128256;
+  m.seq_len = 8192;
+  m.source = "Llama Team 2024, The Llama 3 Herd of Models (arXiv 2407.21783), Table 3; HF meta-llama/Llama-3.1 config.json";
+  return m;
+}
+
 ModelSpec make_gpt3_175b() {
   ModelSpec m;
   m.name = "gpt3-175b";
@@ -162,6 +172,8 @@ const std::vector<ModelSpec>& presets() {
       make_llama2("llama2-7b", 32, 4096, 32, 32, 11008),
       make_llama2("llama2-13b", 40, 5120, 40, 40, 13824),
       make_llama2("llama2-70b", 80, 8192, 64, 8, 28672),
+      make_llama3("llama3-8b", 32, 4096, 32, 14336),
+      make_llama3("llama3-70b", 80, 8192, 64, 28672),
       make_gpt3_175b(),
   };
   return kPresets;

@@ -6,10 +6,20 @@ std::string_view recompute_name(Recompute r) {
   switch (r) {
     case Recompute::kNone: return "none";
     case Recompute::kSelective: return "selective";
+    case Recompute::kSelectiveOp: return "selective-op";
     case Recompute::kFull: return "full";
   }
   return "?";
 }
+
+std::optional<Recompute> parse_recompute(std::string_view name) {
+  for (std::size_t i = 0; i < std::size(kRecomputeNames); ++i) {
+    if (kRecomputeNames[i] == name) return static_cast<Recompute>(i);
+  }
+  return std::nullopt;
+}
+
+std::string_view model_code_name(ModelCode c) { return kModelCodeNames[static_cast<std::size_t>(c)]; }
 
 std::string_view codec_name(Codec c) {
   switch (c) {

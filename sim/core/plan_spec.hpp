@@ -20,9 +20,17 @@ inline constexpr int kMaxLayers = 100000;
 inline constexpr int kTasksPerUnit = 32;
 inline constexpr double kMaxTasks = 2e7;
 
-enum class Recompute { kNone, kSelective, kFull };
-/// whose code runs a transformer block on the framework thread (its eager time per block)
-enum class ModelCode { kHuggingFace, kMegatron };
+/// Activation recomputation. kSelective: Megatron-LM's (the attention core's scores, softmax and dropout
+/// recomputed; nothing with flash attention). kSelectiveOp: torchtitan's op-level policy (saves the output of every
+/// matmul but each second one of a block, and of the attention; recomputes the rest of the block in its backward).
+/// kFull: every block's forward again from its input.
+enum class Recompute { kNone, kSelective, kSelectiveOp, kFull };
+/// Whose code runs a transformer block: its kernels (eager single operations or fused ones) and the framework
+/// thread's time per block. kHuggingFace: eager PyTorch (RMSNorm, rotary and SwiGLU as chains of single
+/// operations); kMegatron: Megatron-LM's fused kernels; kFused: other code whose elementwise work runs fused, as
+/// Megatron's does (torch.compile's Inductor kernels, llm-foundry's, InternEvo's), without Megatron's process
+/// groups.
+enum class ModelCode { kHuggingFace, kMegatron, kFused };
 /// kAuto: what the cluster's collective library would run (engine/collective_library.hpp: NCCL's or RCCL's tuning
 /// model picks ring or tree and the protocol; alpha-beta: the cheaper of ring and tree). kRing / kTree force the
 /// algorithm (NCCL_ALGO), the library still picks the protocol. kBest: the fastest algorithm shardsim knows at the
@@ -41,6 +49,25 @@ std::string_view framework_name(Framework f);
 std::optional<Framework> parse_framework(std::string_view name);
 
 std::string_view recompute_name(Recompute r);
+/** @brief The recomputation recompute_name() spells `name`, or nullopt. */
+std::optional<Recompute> parse_recompute(std::string_view name);
+/// the spellings parse_recompute accepts, in enum order
+inline constexpr std::string_view kRecomputeNames[] = {"none", "selective", "selective-op", "full"};
+/// the spellings of ModelCode, in enum order
+inline constexpr std::string_view kModelCodeNames[] = {"huggingface", "megatron", "fused"};
+/// How the loss's cross-entropy runs over the logits. kTorch: F.cross_entropy on an fp32 copy of the logits
+/// (Hugging Face's LlamaForCausalLM, torchtitan): the copy lives beside the fp32 log-softmax it saves. kFused: a
+/// kernel that keeps only the 16-bit logits and a log-sum-exp per row and writes the gradient in place
+/// (flash-attn's CrossEntropyLoss, llm-foundry's default loss_fn fused_crossentropy). kMegatron: Megatron's
+/// vocab-parallel cross-entropy, in place on its fp32 copy, which it saves as the softmax.
+enum class CrossEntropy { kTorch, kFused, kMegatron };
+inline constexpr std::string_view kCrossEntropyNames[] = {"torch", "fused", "megatron"};
+std::string_view model_code_name(ModelCode c);
+/** @brief True where recomputation runs a block's forward code again on the framework thread (full, and the
+ *  op-level policy, whose checkpoint reruns the block's forward and recomputes what it did not save). */
+[[nodiscard]] inline bool reruns_block_forward(Recompute r) {
+  return r == Recompute::kFull || r == Recompute::kSelectiveOp;
+}
 std::string_view algorithm_name(CollectiveAlgorithm a);
 /** @brief The algorithm algorithm_name() spells `name`, or nullopt. */
 std::optional<CollectiveAlgorithm> parse_algorithm(std::string_view name);
@@ -163,6 +190,8 @@ struct PlanSpec {
   /// megatron_block_*): Megatron-DeepSpeed runs Megatron's under DeepSpeed's engine; unset: the framework's own
   /// (Megatron's for framework megatron, Hugging Face's otherwise)
   std::optional<ModelCode> model_code;
+  /// the loss's cross-entropy (CrossEntropy); unset: Megatron's where Megatron's model code runs, else torch's
+  std::optional<CrossEntropy> cross_entropy;
   /// whether the parameter gathers and the gradient reductions of a sharded plan run on one process group, whose one
   /// NCCL stream runs them one at a time (shares_dp_group); unset: as the framework sets its groups up
   std::optional<bool> shared_dp_group;
@@ -193,6 +222,17 @@ struct PlanSpec {
    *  model_code is unset. */
   [[nodiscard]] bool megatron_model_code() const {
     return model_code ? *model_code == ModelCode::kMegatron : framework == Framework::kMegatron;
+  }
+  /** @brief The cross-entropy the loss runs: cross_entropy when given, else Megatron's under its model code and
+   *  PyTorch's otherwise. */
+  [[nodiscard]] CrossEntropy loss_kernel() const {
+    if (cross_entropy) return *cross_entropy;
+    return megatron_model_code() ? CrossEntropy::kMegatron : CrossEntropy::kTorch;
+  }
+  /** @brief True where the block's elementwise work runs as fused kernels: Megatron's model code or model_code
+   *  fused. */
+  [[nodiscard]] bool fused_model_code() const {
+    return megatron_model_code() || model_code == ModelCode::kFused;
   }
 
   /** @brief Whether the parameter gathers and the gradient reductions run on one process group: shared_dp_group

@@ -225,8 +225,8 @@ std::string render_table(const scenario::Scenario& s, const scenario::Evaluation
                      core::library_name(lib.family), lib.latency_scale, net, lib.source);
   }
   const strategies::BlockHostTimes blocks = strategies::block_host_times(c.host, s.plan);
-  o += fmt::format("host      eager blocks {:.3g} / {:.3g} ms (forward / backward){}, {}\n",
-                   blocks.forward.value() * 1e3, blocks.backward.value() * 1e3,
+  o += fmt::format("host      {} blocks {:.3g} / {:.3g} ms (forward / backward){}, {}\n",
+                   s.plan.fused_model_code() ? "fused" : "eager", blocks.forward.value() * 1e3, blocks.backward.value() * 1e3,
                    strategies::assembles_units(s.plan)
                        ? fmt::format("; framework hooks {:.3g} ms per {} + {:.3g} ms per parameter tensor, each pass{}",
                                      (s.plan.framework == core::Framework::kDeepSpeed ? c.host.module_hook

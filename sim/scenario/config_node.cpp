@@ -194,6 +194,10 @@ bool ConfigNode::as_bool() const {
 }
 
 std::string ConfigNode::as_choice(std::initializer_list<std::string_view> choices) const {
+  return as_choice(std::span<const std::string_view>(choices.begin(), choices.size()));
+}
+
+std::string ConfigNode::as_choice(std::span<const std::string_view> choices) const {
   const std::string s = scalar("a name");
   std::vector<std::string> names(choices.begin(), choices.end());
   if (std::find(names.begin(), names.end(), s) == names.end()) {

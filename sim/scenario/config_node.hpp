@@ -6,6 +6,7 @@
 #include <initializer_list>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -66,6 +67,7 @@ class ConfigNode {
   [[nodiscard]] bool as_bool() const;
   /** @brief One of `choices` (exact match). */
   [[nodiscard]] std::string as_choice(std::initializer_list<std::string_view> choices) const;
+  [[nodiscard]] std::string as_choice(std::span<const std::string_view> choices) const;
   [[nodiscard]] core::Bytes as_bytes(bool allow_zero = false) const;
   /// The slowest bandwidth a scenario may give (1 MB/s): anything slower is a unit slip.
   static constexpr double kMinBandwidth = 1e6;

@@ -527,7 +527,7 @@ core::PlanSpec parse_plan(const ConfigNode& n, PlanDeferred& later) {
                 "zero_hpz_partition_size", "zero_quantized_weights", "zero_quantized_gradients",
                 "quantization_block", "qgz_hops", "hierarchy", "virtual_stages", "sequence_parallel",
                 "compression", "offload_optimizer", "offload_param", "sub_group_size", "delayed_update", "framework",
-                "model_code", "shared_dp_group"});
+                "model_code", "cross_entropy", "shared_dp_group"});
   core::PlanSpec p;
   if (auto v = n.find("dp")) p.dp = v->as_positive_int();
   if (auto v = n.find("tp")) p.tp = v->as_positive_int();
@@ -537,8 +537,7 @@ core::PlanSpec parse_plan(const ConfigNode& n, PlanDeferred& later) {
   if (auto v = n.find("sequence_parallel")) p.sequence_parallel = v->as_bool();
   if (auto v = n.find("global_batch")) p.global_batch = v->as_positive_int();
   if (auto v = n.find("recompute")) {
-    const std::string r = v->as_choice({"none", "selective", "full"});
-    p.recompute = r == "none" ? core::Recompute::kNone : r == "selective" ? core::Recompute::kSelective : core::Recompute::kFull;
+    p.recompute = *core::parse_recompute(v->as_choice(core::kRecomputeNames));
   }
   if (auto v = n.find("zero_stage")) p.zero_stage = static_cast<int>(v->as_int(0, 3));
   if (auto v = n.find("reduce_bucket")) p.reduce_bucket = v->as_bytes();
@@ -560,8 +559,16 @@ core::PlanSpec parse_plan(const ConfigNode& n, PlanDeferred& later) {
     p.framework = *core::parse_framework(v->as_choice({"deepspeed", "fsdp", "megatron"}));
   }
   if (auto v = n.find("model_code")) {
-    p.model_code = v->as_choice({"megatron", "huggingface"}) == "megatron" ? core::ModelCode::kMegatron
-                                                                           : core::ModelCode::kHuggingFace;
+    const std::string c = v->as_choice(core::kModelCodeNames);
+    for (std::size_t i = 0; i < std::size(core::kModelCodeNames); ++i) {
+      if (core::kModelCodeNames[i] == c) p.model_code = static_cast<core::ModelCode>(i);
+    }
+  }
+  if (auto v = n.find("cross_entropy")) {
+    const std::string c = v->as_choice(core::kCrossEntropyNames);
+    for (std::size_t i = 0; i < std::size(core::kCrossEntropyNames); ++i) {
+      if (core::kCrossEntropyNames[i] == c) p.cross_entropy = static_cast<core::CrossEntropy>(i);
+    }
   }
   if (auto v = n.find("shared_dp_group")) p.shared_dp_group = v->as_bool();
   if (auto v = n.find("collective_algorithm")) {
@@ -945,9 +952,7 @@ SearchSettings parse_search(const ConfigNode& n, const core::ClusterSpec& c) {
   }
   if (auto v = n.find("recompute")) {
     for (const auto& it : v->items()) {
-      const std::string r = it.as_choice({"none", "selective", "full"});
-      st.recompute.push_back(r == "none" ? core::Recompute::kNone
-                             : r == "selective" ? core::Recompute::kSelective : core::Recompute::kFull);
+      st.recompute.push_back(*core::parse_recompute(it.as_choice(core::kRecomputeNames)));
     }
   }
   if (auto v = n.find("shard_factors")) {
@@ -1391,7 +1396,10 @@ std::string plan_to_yaml(const core::PlanSpec& p, const core::ClusterSpec& clust
   if (p.overlap_comm) o += fmt::format("overlap_comm: {}\n", *p.overlap_comm);
   if (p.launch_blocking) o += "launch_blocking: true\n";
   if (p.model_code) {
-    o += fmt::format("model_code: {}\n", *p.model_code == core::ModelCode::kMegatron ? "megatron" : "huggingface");
+    o += fmt::format("model_code: {}\n", core::model_code_name(*p.model_code));
+  }
+  if (p.cross_entropy) {
+    o += fmt::format("cross_entropy: {}\n", core::kCrossEntropyNames[static_cast<std::size_t>(*p.cross_entropy)]);
   }
   if (p.shared_dp_group) o += fmt::format("shared_dp_group: {}\n", *p.shared_dp_group);
   // (another accumulation dtype is the gradients' own: what an unset key means)

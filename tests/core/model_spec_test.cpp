@@ -29,6 +29,14 @@ TEST(ModelSpec, Llama2PresetsMatchTheReleasedCheckpoints) {
   EXPECT_DOUBLE_EQ(preset("llama-30b").total_params(), 32528943616.0);
 }
 
+TEST(ModelSpec, Llama3PresetsMatchTheReleasedCheckpoints) {
+  // Hugging Face parameter counts of meta-llama/Meta-Llama-3-8B and -70B (untied 128,256-row embedding and head).
+  EXPECT_DOUBLE_EQ(preset("llama3-8b").total_params(), 8030261248.0);
+  EXPECT_DOUBLE_EQ(preset("llama3-70b").total_params(), 70553706496.0);
+  EXPECT_EQ(preset("llama3-8b").kv_heads, 8);
+  EXPECT_EQ(preset("llama3-8b").seq_len, 8192);
+}
+
 TEST(ModelSpec, Gpt3Is175B) {
   // Brown et al. 2020, Table 2.1: 175.0B (tied embeddings, learned positions).
   EXPECT_NEAR(preset("gpt3-175b").total_params() / 1e9, 175.0, 175.0 * 0.005);

@@ -141,7 +141,7 @@ TEST(Scenario, DuplicateKey) {
 TEST(Scenario, OutOfRangeChoicesAndTypes) {
   expect_error(replace(kGood, "zero_stage: 3", "zero_stage: 4"), {7, 15, "plan.zero_stage", "[0, 3]"});
   expect_error(replace(kGood, "zero_stage: 3", "zero_stage: 3\n  recompute: partial"),
-               {8, 14, "plan.recompute", "none, selective, full"});
+               {8, 14, "plan.recompute", "none, selective, selective-op, full"});
   expect_error(replace(kGood, "zero_stage: 3", "zero_stage: 3\n  overlap_comm: yes"), {8, 17, "plan.overlap_comm", "true or false"});
   expect_error(replace(kGood, "zero_stage: 3", "zero_stage: three"), {7, 15, "plan.zero_stage", "expected an integer"});
 }

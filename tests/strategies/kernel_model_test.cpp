@@ -153,6 +153,83 @@ TEST(KernelModel, EagerLlamaBlocksMoveTheirSingleOperationsBytes) {
   EXPECT_GT(eager_fwd, time_layers(m, plan, d).block.fwd.value());
 }
 
+// Fused model code other than Megatron's (torch.compile, llm-foundry) moves the fused kernels' bytes and pays
+// Megatron's host time per block, but keeps its framework's own process groups.
+TEST(KernelModel, FusedModelCodeRunsFusedKernelsWithoutMegatronsGroups) {
+  const core::ModelSpec m = *core::find_model_preset("llama3-8b");
+  core::PlanSpec plan;
+  plan.framework = core::Framework::kDeepSpeed;
+  plan.model_code = core::ModelCode::kMegatron;
+  const BlockTraffic megatron = block_traffic(m, plan);
+  plan.model_code = core::ModelCode::kFused;
+  const BlockTraffic fused = block_traffic(m, plan);
+  EXPECT_DOUBLE_EQ(fused.elementwise, megatron.elementwise);
+  EXPECT_EQ(fused.elementwise_kernels, megatron.elementwise_kernels);
+  EXPECT_EQ(fused.stream_kernels, 0);
+  EXPECT_TRUE(plan.fused_model_code());
+  EXPECT_FALSE(plan.megatron_model_code());
+  EXPECT_FALSE(plan.shares_dp_group());  // DeepSpeed without Megatron's unit: gathers and reductions apart
+  EXPECT_EQ(plan.loss_kernel(), core::CrossEntropy::kTorch);
+  plan.model_code = core::ModelCode::kHuggingFace;
+  EXPECT_FALSE(plan.fused_model_code());
+}
+
+// torchtitan's op-level policy: each second matmul of a block (k, o and SwiGLU's up in a LLaMA block) and every
+// elementwise operation run again in the backward; the other matmuls' outputs, the attention's output and its
+// log-sum-exp, and the block input stay saved.
+TEST(KernelModel, OpLevelRecomputationRedoesEachSecondMatmulAndTheElementwiseWork) {
+  const core::ModelSpec m = *core::find_model_preset("llama3-8b");
+  core::PlanSpec plan;
+  plan.micro_batch = 2;
+  plan.flash_attention = true;
+  plan.model_code = core::ModelCode::kFused;
+  plan.recompute = core::Recompute::kSelectiveOp;
+  const double tokens = 2.0 * 8192, h = 4096, kv = 1024, f = 14336, a = 32, e = 2;
+  const std::vector<GemmShape> seq = block_matmul_sequence(m, plan);
+  ASSERT_EQ(seq.size(), 7u);  // q, k, v, o, gate, up, down
+  EXPECT_DOUBLE_EQ(seq[1].n, kv);
+  EXPECT_DOUBLE_EQ(seq[5].n, f);
+  const ModelCosts c = compute_model_costs(m, plan);
+  const UnitCost& blk = c.units[1];
+  EXPECT_DOUBLE_EQ(blk.recompute_flops.value(), 2.0 * tokens * h * (kv + h + f));
+  EXPECT_DOUBLE_EQ(blk.act_saved.value(), tokens * e * (h + h + kv + f + h) + tokens * (h * e + a * 4.0));
+  EXPECT_DOUBLE_EQ(blk.recompute_mem.value(), blk.fwd_mem.value());
+  // Timed: more than the memory-bound passes, less than the whole forward.
+  const core::DeviceSpec h100 = topology::find_cluster_preset("dgx-h100")->device;
+  const LayerTimes t = time_layers(m, plan, h100);
+  const KernelModel km(h100, core::Dtype::kBf16);
+  EXPECT_NEAR(t.block.recompute.value(),
+              km.gemm(seq[1]).value() + km.gemm(seq[3]).value() + km.gemm(seq[5]).value() +
+                  km.memory(block_traffic(m, plan).elementwise, block_traffic(m, plan).elementwise_kernels).value(),
+              1e-12);
+  EXPECT_LT(t.block.recompute.value(), t.block.fwd.value());
+  EXPECT_TRUE(core::reruns_block_forward(plan.recompute));
+  EXPECT_FALSE(core::reruns_block_forward(core::Recompute::kSelective));
+}
+
+// The loss's cross-entropy: PyTorch's holds an fp32 copy of the logits beside its fp32 log-softmax while the head's
+// forward runs; a fused kernel keeps the 16-bit logits only; Megatron's works in place on its fp32 copy.
+TEST(KernelModel, TheLossKeepsWhatItsCrossEntropyKeeps) {
+  const core::ModelSpec m = *core::find_model_preset("llama3-8b");
+  core::PlanSpec plan;
+  plan.micro_batch = 1;
+  const double logits = 8192.0 * 128256, tokens_h = 8192.0 * 4096;
+  auto head = [&](std::optional<core::CrossEntropy> ce) {
+    plan.cross_entropy = ce;
+    return compute_model_costs(m, plan).units.back();
+  };
+  const UnitCost torch = head(std::nullopt);  // Hugging Face's model code: PyTorch's cross-entropy
+  EXPECT_DOUBLE_EQ(torch.act_saved.value(), 2.0 * tokens_h + logits * 6.0);
+  EXPECT_DOUBLE_EQ(torch.fwd_transient.value(), logits * 4.0);
+  const UnitCost fused = head(core::CrossEntropy::kFused);
+  EXPECT_DOUBLE_EQ(fused.act_saved.value(), 2.0 * tokens_h + logits * 2.0);
+  EXPECT_EQ(fused.fwd_transient.value(), 0.0);
+  plan.model_code = core::ModelCode::kMegatron;
+  const UnitCost megatron = head(std::nullopt);
+  EXPECT_DOUBLE_EQ(megatron.act_saved.value(), torch.act_saved.value());
+  EXPECT_EQ(megatron.fwd_transient.value(), 0.0);
+}
+
 TEST(KernelModel, CostsCarryTheTimesOnlyWhenADeviceIsGiven) {
   const core::ModelSpec m = *core::find_model_preset("llama2-7b");
   core::PlanSpec p;

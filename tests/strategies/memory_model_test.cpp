@@ -106,6 +106,30 @@ TEST(MemoryModel, BreakdownSumsToTotalAndVerdictFollowsCapacity) {
   EXPECT_TRUE(mb.fits) << mb.total.value() / core::kGiB;
 }
 
+// The loss's fp32 copy of the logits counts once, with every unit's saved activations, where it is the largest
+// transient.
+TEST(MemoryModel, TheLossCopyOfTheLogitsIsTheLargestTransient) {
+  const core::ModelSpec m = *core::find_model_preset("llama3-8b");
+  const core::ClusterSpec c = testing::two_level(2);
+  core::PlanSpec p;
+  p.dp = 8;
+  p.global_batch = 8;
+  p.zero_stage = 3;
+  p.flash_attention = true;
+  p.recompute = core::Recompute::kFull;
+  p.cross_entropy = core::CrossEntropy::kFused;
+  const MemoryBreakdown fused = estimate_memory(m, c, p, compute_model_costs(m, p));
+  p.cross_entropy = core::CrossEntropy::kTorch;
+  const ModelCosts costs = compute_model_costs(m, p);
+  const double logits = 8192.0 * 128256;
+  ASSERT_GT(costs.units.back().fwd_transient.value(), costs.units[1].act_transient.value());
+  const MemoryBreakdown torch = estimate_memory(m, c, p, costs);
+  // 4 bytes more per logit saved (the fp32 log-softmax) and the 4-byte copy beside it, in place of the block's
+  // recomputed transient.
+  EXPECT_NEAR(torch.total.value() - fused.total.value(),
+              logits * 8.0 - costs.units[1].act_transient.value(), 1.0);
+}
+
 TEST(MemoryModel, ShardingNeverIncreasesModelStates) {
   for (int n : {1, 2, 8, 64, 1024}) {
     double prev = 1e300;
