@@ -30,6 +30,23 @@ inline void add_tensor_parallel(graph::TaskGraph& g, std::uint16_t role, std::ui
   }
 }
 
+/** @brief The tensor-parallel exchanges a unit's recomputation issues again: full recomputation all of its
+ *  forward's; the op-level policy those whose outputs it does not save: with sequence parallelism the all-gathers
+ *  (reduce_scatter_tensor is on torchtitan's save list, all_gather_into_tensor is not), else the all-reduces;
+ *  none otherwise. */
+inline void add_recomputed_tensor_parallel(graph::TaskGraph& g, std::uint16_t role, std::uint16_t tp_group,
+                                           const ModelCosts& costs, const core::PlanSpec& plan, std::int32_t unit,
+                                           std::int32_t micro, int count) {
+  if (plan.recompute == core::Recompute::kFull || (plan.recompute == core::Recompute::kSelectiveOp && !plan.sequence_parallel)) {
+    add_tensor_parallel(g, role, tp_group, costs, plan, unit, micro, count);
+  } else if (plan.recompute == core::Recompute::kSelectiveOp) {
+    for (int c = 0; c < count; ++c) {
+      g.add_collective(role, graph::Stream::kCompute, graph::CollectiveOp::kAllGather, graph::Purpose::kTensorParallel,
+                       tp_group, costs.tp_allreduce_bytes, unit, micro);
+    }
+  }
+}
+
 /** @brief The parameter all-gathers of one unit as the framework issues them: one collective per fetch (`fetches`
  *  of them: each submodule for DeepSpeed's ZeRO-3, the whole unit for FSDP; each an even share of `payload`: what
  *  a ring costs depends on the total only, but every collective pays the ring's per-step latency), in order on

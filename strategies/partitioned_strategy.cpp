@@ -509,7 +509,7 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
         if (ready) g.add_dep(r, *ready);
         if (must_wait) g.add_dep(r, wait_on);
         g.add_mem(r, false, MemKind::kActivations, c.act_transient);
-        if (plan.recompute == core::Recompute::kFull) add_tp(u, mb, c.tp_allreduces);
+        add_recomputed_tensor_parallel(g, role, tp_group, costs, plan, u, mb, c.tp_allreduces);
       }
       const TaskId b = g.add_compute(role, Phase::kBackward, u, mb, c.bwd_flops, c.bwd_mem, c.bwd_time);
       if (h && !recompute) g.add_dep(b, *h);

@@ -168,7 +168,7 @@ void PipelineStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) const
         if (first && recv) g.add_dep(r, *recv);
         if (must_wait) g.add_dep(r, wait_on);
         g.add_mem(r, false, MemKind::kActivations, c.act_transient);
-        if (plan.recompute == core::Recompute::kFull) add_tp(u, op.micro, c.tp_allreduces);
+        add_recomputed_tensor_parallel(g, role, tp_group, costs, plan, u, op.micro, c.tp_allreduces);
       }
       const TaskId b = g.add_compute(role, Phase::kBackward, u, op.micro, c.bwd_flops, c.bwd_mem, c.bwd_time);
       if (h && !recompute) g.add_dep(b, *h);

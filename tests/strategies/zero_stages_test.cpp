@@ -541,6 +541,34 @@ TEST(ZeroStages, SequenceParallelismSplitsEachAllReduceIntoReduceScatterAndAllGa
   EXPECT_NEAR(s.bytes_sent(), plain.bytes_sent(), 1e-6 * plain.bytes_sent());
 }
 
+// Recomputation issues a block's tensor-parallel exchanges again where it does not keep their outputs: full
+// recomputation all of them; torchtitan's op-level policy the sequence-parallel all-gathers only (it saves the
+// reduce-scatters' outputs).
+TEST(ZeroStages, RecomputationRepeatsTheExchangesItDoesNotSave) {
+  auto tp_ops = [](core::Recompute r) {
+    Lowered s(1, 1);
+    s.plan.tp = 2;
+    s.plan.dp = 4;
+    s.plan.global_batch = 4;
+    s.plan.sequence_parallel = true;
+    s.plan.recompute = r;
+    s.costs = compute_model_costs(s.model, s.plan);
+    PartitionedStrategy().lower(LoweringInput{s.model, s.cluster, s.plan, s.costs}, s.g);
+    std::map<CollectiveOp, int> ops;
+    for (const auto& t : s.g.tasks()) {
+      if (t.purpose == Purpose::kTensorParallel) ++ops[t.op];
+    }
+    return ops;
+  };
+  const auto none = tp_ops(core::Recompute::kNone);
+  const auto full = tp_ops(core::Recompute::kFull);
+  const auto op = tp_ops(core::Recompute::kSelectiveOp);
+  EXPECT_EQ(full.at(CollectiveOp::kReduceScatter) - none.at(CollectiveOp::kReduceScatter), 4 * 2);
+  EXPECT_EQ(full.at(CollectiveOp::kAllGather) - none.at(CollectiveOp::kAllGather), 4 * 2);
+  EXPECT_EQ(op.at(CollectiveOp::kReduceScatter), none.at(CollectiveOp::kReduceScatter));
+  EXPECT_EQ(op.at(CollectiveOp::kAllGather) - none.at(CollectiveOp::kAllGather), 4 * 2);
+}
+
 TEST(ZeroStages, SingleRankHasNoCommunication) {
   Lowered s(3, 2, 1);
   EXPECT_TRUE(s.count_by_purpose().empty());
