@@ -171,9 +171,15 @@ LayerTimes time_layers(const core::ModelSpec& m, const core::PlanSpec& plan, con
   out.embedding.bwd = km.memory(2.0 * tokens * h * e, emb_kernels);
   // ---- head: final norm, the vocabulary-parallel logits GEMM, fp32 cross-entropy ----
   const double v = tokens * m.vocab / t;
-  // The final norm (one kernel each way) and the cross-entropy's passes (six forward, four backward).
-  out.head.fwd = km.gemm(logits) + km.memory(v * cross_entropy_bytes_fwd(e) + 2.0 * tokens * h * e, 7);
-  out.head.bwd = km.gemm_backward(logits) + km.memory(v * cross_entropy_bytes_bwd(e) + 2.0 * tokens * h * e, 5);
+  // The cross-entropy's passes (six forward, four backward) and the final norm: one fused kernel each way, or
+  // under eager model code an RMSNorm's single operations as in each block (block_traffic: (28 + 4e) bytes per
+  // element in 8 kernels, twice that backward).
+  const bool eager_norm = !plan.fused_model_code() && m.norm == core::NormKind::kRmsNorm;
+  const core::Seconds norm_fwd = eager_norm ? km.stream(tokens * h * (28.0 + 4.0 * e), 8) : core::Seconds(0.0);
+  const double fused_norm = eager_norm ? 0.0 : 2.0 * tokens * h * e;
+  out.head.fwd = km.gemm(logits) + km.memory(v * cross_entropy_bytes_fwd(e) + fused_norm, eager_norm ? 6 : 7) + norm_fwd;
+  out.head.bwd = km.gemm_backward(logits) + km.memory(v * cross_entropy_bytes_bwd(e) + fused_norm, eager_norm ? 4 : 5) +
+                 2.0 * norm_fwd;
   return out;
 }
 
