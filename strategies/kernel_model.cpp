@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "sim/core/errors.hpp"
 #include "strategies/model_costs.hpp"
@@ -80,6 +81,42 @@ std::vector<GemmShape> block_matmul_sequence(const core::ModelSpec& m, const cor
   return out;
 }
 
+Float8Casts float8_casts(const core::ModelSpec& m, const core::PlanSpec& plan) {
+  Float8Casts c;
+  if (!plan.float8.linear) return c;
+  const double e = core::dtype_bytes(m.param_dtype);
+  const double weight_cast = plan.float8.all_gather ? 0.0 : 2.0 * e + 1.0;  // max-abs read, then read + fp8 write
+  const int weight_kernels = plan.float8.all_gather ? 0 : 2;
+  const std::vector<GemmShape> seq = block_matmul_sequence(m, plan);
+  if (!plan.fused_model_code()) {
+    for (const GemmShape& g : seq) {
+      const double input = g.m * g.k, output = g.m * g.n, weight = g.n * g.k;
+      c.forward_bytes += (2.0 * e + 1.0) * input + weight_cast * weight;
+      c.forward_kernels += 2 + weight_kernels;
+      c.backward_bytes += (2.0 * e + 1.0) * output + 2.0 * (weight + output + input);
+      c.backward_kernels += 5;
+    }
+    return c;
+  }
+  // Compiled: one cast of each distinct input (k and v take q's input, SwiGLU's up the gate's), both layouts
+  // written.
+  const std::size_t attention_inputs = m.fused_qkv ? 1 : 3;
+  const std::size_t up = seq.size() - 2;  // SwiGLU's up (the gate before it), or the MLP's only up projection
+  for (std::size_t i = 0; i < seq.size(); ++i) {
+    const GemmShape& g = seq[i];
+    const bool shares_input = (i > 0 && i < attention_inputs) || (m.mlp == core::MlpKind::kSwiglu && i == up);
+    if (!shares_input) {
+      c.forward_bytes += (e + 2.0) * g.m * g.k;
+      c.forward_kernels += 1;
+    }
+    c.forward_bytes += weight_cast * g.n * g.k;
+    c.forward_kernels += weight_kernels;
+    c.backward_bytes += (e + 2.0) * g.m * g.n + 2.0 * g.n * g.k;
+    c.backward_kernels += 2;
+  }
+  return c;
+}
+
 core::Seconds KernelModel::gemm_backward(const GemmShape& g) const {
   return gemm(data_gradient(g)) + gemm(weight_gradient(g));
 }
@@ -118,15 +155,22 @@ LayerTimes time_layers(const core::ModelSpec& m, const core::PlanSpec& plan, con
   const double heads = b * a / t;  // attention heads of this rank, over the micro-batch
   const BlockTraffic traffic = block_traffic(m, plan);
 
-  // ---- block: the four linear layers (column-parallel QKV and MLP-up, row-parallel output and MLP-down) ----
+  // ---- block: the four linear layers (column-parallel QKV and MLP-up, row-parallel output and MLP-down), in fp8
+  // with float8 linears (their casts are memory-bound work, below) ----
   const std::vector<LinearLayer> linears = linear_layers(m, plan);
   const GemmShape& logits = linears.back().fwd;
+  std::optional<KernelModel> km8;
+  if (plan.float8.linear) km8.emplace(device, core::Dtype::kFp8);
+  const KernelModel& lin = km8 ? *km8 : km;
   core::Seconds lin_fwd, lin_bwd;
   for (const auto& l : linears) {
     if (&l.fwd == &logits) continue;
-    lin_fwd += km.gemm(l.fwd);
-    lin_bwd += km.gemm_backward(l.fwd);
+    lin_fwd += lin.gemm(l.fwd);
+    lin_bwd += lin.gemm_backward(l.fwd);
   }
+  const Float8Casts casts = float8_casts(m, plan);
+  const core::Seconds cast_fwd = km.stream(casts.forward_bytes, casts.forward_kernels);
+  const core::Seconds cast_bwd = km.stream(casts.backward_bytes, casts.backward_kernels);
   // ---- attention ----
   core::Seconds att_fwd, att_bwd;
   if (plan.flash_attention) {
@@ -148,8 +192,8 @@ LayerTimes time_layers(const core::ModelSpec& m, const core::PlanSpec& plan, con
   const core::Seconds mem_bwd = km.memory(2.0 * traffic.elementwise, 2 * fused) + km.stream(2.0 * traffic.streams, 2 * eager);
 
   LayerTimes out;
-  out.block.fwd = lin_fwd + att_fwd + mem_fwd;
-  out.block.bwd = lin_bwd + att_bwd + mem_bwd;
+  out.block.fwd = lin_fwd + att_fwd + mem_fwd + cast_fwd;
+  out.block.bwd = lin_bwd + att_bwd + mem_bwd + cast_bwd;
   switch (plan.recompute) {
     case core::Recompute::kNone: break;
     case core::Recompute::kSelective: out.block.recompute = plan.flash_attention ? core::Seconds(0.0) : att_fwd; break;
@@ -158,9 +202,9 @@ LayerTimes time_layers(const core::ModelSpec& m, const core::PlanSpec& plan, con
       // and the unfused attention's (torch's math attention is not on the policy's save list).
       const std::vector<GemmShape> seq = block_matmul_sequence(m, plan);
       for (std::size_t i = 0; i < seq.size(); ++i) {
-        if (!op_policy_saves(i)) out.block.recompute += km.gemm(seq[i]);
+        if (!op_policy_saves(i)) out.block.recompute += lin.gemm(seq[i]);
       }
-      out.block.recompute += mem_fwd + (plan.flash_attention ? core::Seconds(0.0) : att_fwd);
+      out.block.recompute += mem_fwd + cast_fwd + (plan.flash_attention ? core::Seconds(0.0) : att_fwd);
       break;
     }
     case core::Recompute::kFull: out.block.recompute = out.block.fwd; break;

@@ -51,8 +51,25 @@ std::vector<GemmShape> block_matmul_sequence(const core::ModelSpec& model, const
 /** @brief Whether torchtitan's op-level policy saves the output of a block's matmul number `index` (0-based, in
  *  block_matmul_sequence order): all but each second one (pytorch/torchtitan@9dec370
  *  torchtitan/parallelisms/parallelize_llama.py, _apply_ac_to_transformer_block: a matmul whose 1-based count in
- *  the block's forward is even is recomputed). */
+ *  the block's forward is even is recomputed). A float8 linear counts too: its torch.mm on float8 tensor subclasses
+ *  reaches the policy's dispatch mode as aten.mm before the subclass runs _scaled_mm. */
 [[nodiscard]] inline bool op_policy_saves(std::size_t index) { return index % 2 == 0; }
+
+/** @brief What torchao's tensorwise float8 casts move for a block's linears (Float8Spec), per micro-batch on one
+ *  rank, as streaming passes. Eager: each linear reads its input for the max-abs and again to write it in fp8
+ *  (5 bytes per 16-bit element, two kernels), its weight likewise (unless the FSDP gather brings it cast); backward,
+ *  its output gradient likewise, and the fp8 weight, output gradient and input copied once more into the layouts the
+ *  data- and weight-gradient GEMMs take (2 bytes per element; five kernels). Compiled (fused model code: Inductor):
+ *  the max-abs fuses into the kernel that produces the tensor, linears that share an input (q, k, v; gate and up)
+ *  cast it once, and each cast writes both layouts (4 bytes per element); weights, read from memory, keep their own
+ *  max-abs pass (5 bytes) and their transposed copy (2 bytes). Zero without float8. */
+struct Float8Casts {
+  double forward_bytes = 0.0;
+  int forward_kernels = 0;
+  double backward_bytes = 0.0;
+  int backward_kernels = 0;
+};
+Float8Casts float8_casts(const core::ModelSpec& model, const core::PlanSpec& plan);
 
 class KernelModel {
  public:

@@ -135,8 +135,10 @@ ModelCosts compute_model_costs(const core::ModelSpec& m, const core::PlanSpec& p
   const BlockTraffic traffic = block_traffic(m, plan);
   const double elementwise = traffic.elementwise + traffic.streams;
   const double score_traffic = traffic.scores;
-  blk.fwd_mem = core::Bytes(elementwise + score_traffic);
-  blk.bwd_mem = core::Bytes(2.0 * (elementwise + score_traffic));
+  const Float8Casts casts = float8_casts(m, plan);
+  blk.fwd_mem = core::Bytes(elementwise + score_traffic + casts.forward_bytes);
+  blk.bwd_mem = core::Bytes(2.0 * (elementwise + score_traffic) + casts.backward_bytes);
+  if (plan.float8.all_gather) blk.float8_elements = sharded / t;
 
   // Activations (Korthikanti et al. 2022, generalised): replicated 10 sbh (LN inputs/outputs, 2 dropout
   // masks); sharded: Q, K, V and the attention context (2sbh + 2 x 2sb*kv + 2sbh in 16-bit), the MLP
@@ -180,7 +182,7 @@ ModelCosts compute_model_costs(const core::ModelSpec& m, const core::PlanSpec& p
       blk.act_saved = core::Bytes(saved);
       blk.act_transient = core::Bytes(full_block + (plan.flash_attention ? 0.0 : score_bytes / t));
       blk.recompute_flops = core::Flops(flops) + (plan.flash_attention ? core::Flops(0.0) : scores);
-      blk.recompute_mem = core::Bytes(elementwise + (plan.flash_attention ? 0.0 : score_traffic));
+      blk.recompute_mem = core::Bytes(elementwise + casts.forward_bytes + (plan.flash_attention ? 0.0 : score_traffic));
       break;
     }
     case core::Recompute::kFull:

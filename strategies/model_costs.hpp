@@ -39,6 +39,8 @@ struct UnitCost {
   /// present while this unit's forward runs, beyond what it keeps: the fp32 copy of the logits that PyTorch's
   /// cross-entropy reads beside the log-softmax it writes
   core::Bytes fwd_transient;
+  /// of `params`, those FSDP gathers in fp8, a byte each (Float8Spec::all_gather: the blocks' linear weights)
+  double float8_elements = 0.0;
   int tp_allreduces = 0;      ///< Megatron all-reduces in forward (same count in backward)
   int modules = 1;            ///< submodules holding parameters (linears, norms, embeddings): their hooks run each pass
   /// of them, those DeepSpeed's ZeRO-3 gathers: a tensor above the plan's persistence threshold (the others stay

@@ -235,7 +235,10 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
                            int unit, int micro, std::int32_t wait_unit, const std::vector<TaskId>& computed,
                            std::optional<TaskId> issued_by) {
     const double full = elements * pb;
-    const double payload = quantize ? quantized_bytes(elements, 8.0, quant.block) : full;
+    // FSDP's fp8 weight gathers: the unit's float8 linears' share of what is gathered travels at a byte each.
+    const UnitCost& gathered_unit = costs.units[static_cast<std::size_t>(unit)];
+    const double fp8_share = gathered_unit.params > 0.0 ? gathered_unit.float8_elements / gathered_unit.params : 0.0;
+    const double payload = quantize ? quantized_bytes(elements, 8.0, quant.block) : full - elements * fp8_share * (pb - 1.0);
     std::array<TaskId, 2> deps{};
     std::size_t n_deps = 0;
     if (wait_unit >= 0) deps[n_deps++] = computed[static_cast<std::size_t>(wait_unit)];

@@ -114,6 +114,18 @@ std::string_view codec_name(Codec c);
 /** @brief ZeRO-Offload of the optimizer (DeepSpeed offload_optimizer, device cpu): reduced gradients go to
  *  the host, Adam runs on the CPU, updated fp16 parameters come back. `ratio` is the fraction of the optimizer
  *  shard updated on the CPU (the rest stays on the GPU, as DeepSpeed's Twin-Flow does). */
+/// Float8 training of the transformer blocks' linear layers as torchao runs it (torchao.float8 Float8Linear with
+/// tensorwise dynamic scaling, pytorch/ao@eab345c torchao/float8/float8_linear.py; torchtitan converts every linear
+/// but the output layer): each linear casts its input and weight to e4m3 (a max-abs pass and a cast pass over each)
+/// and its output gradient to e5m2, and runs its forward, data-gradient and weight-gradient GEMMs in fp8 (torch
+/// _scaled_mm), the transposed operands of the backward copied into the layouts _scaled_mm takes.
+struct Float8Spec {
+  bool linear = false;
+  /// FSDP2 gathers those weights in fp8, cast on each rank's shard before the gather (torchao's
+  /// enable_fsdp_float8_all_gather with precompute_float8_dynamic_scale_for_fsdp)
+  bool all_gather = false;
+};
+
 struct OffloadSpec {
   bool optimizer = false;
   double ratio = 1.0;
@@ -203,6 +215,7 @@ struct PlanSpec {
   QuantizationSpec quantization;
   CompressionPlan compression;
   OffloadSpec offload;
+  Float8Spec float8;
 
   /** @brief `partition`, or what `zero_stage` prescribes when it has not been resolved (params == 0). */
   [[nodiscard]] PartitionSpec shards() const;

@@ -504,7 +504,7 @@ core::ClusterSpec parse_cluster(const ConfigNode& n) {
 // Plan values that name network levels ("node", "all") can only be resolved once the cluster is known.
 struct PlanDeferred {
   std::optional<ConfigNode> params, grads, optimizer, secondary, mics, hops, hierarchy, qwz, qgz, compression, offload,
-      offload_param, sub_group, delayed_update, grad_accum_dtype;
+      offload_param, sub_group, delayed_update, grad_accum_dtype, float8;
 };
 
 // An offload map's device: cpu, nvme (ZeRO-Infinity's swap files) or none. Pinned or not, the copies run at the
@@ -527,7 +527,7 @@ core::PlanSpec parse_plan(const ConfigNode& n, PlanDeferred& later) {
                 "zero_hpz_partition_size", "zero_quantized_weights", "zero_quantized_gradients",
                 "quantization_block", "qgz_hops", "hierarchy", "virtual_stages", "sequence_parallel",
                 "compression", "offload_optimizer", "offload_param", "sub_group_size", "delayed_update", "framework",
-                "model_code", "cross_entropy", "shared_dp_group"});
+                "model_code", "cross_entropy", "shared_dp_group", "float8"});
   core::PlanSpec p;
   if (auto v = n.find("dp")) p.dp = v->as_positive_int();
   if (auto v = n.find("tp")) p.tp = v->as_positive_int();
@@ -571,6 +571,13 @@ core::PlanSpec parse_plan(const ConfigNode& n, PlanDeferred& later) {
     }
   }
   if (auto v = n.find("shared_dp_group")) p.shared_dp_group = v->as_bool();
+  if (auto v = n.find("float8")) {
+    v->expect_map({"recipe", "fsdp_all_gather"});
+    (void)v->get("recipe").as_choice({"tensorwise"});
+    p.float8.linear = true;
+    if (auto a = v->find("fsdp_all_gather")) p.float8.all_gather = a->as_bool();
+    later.float8 = v;
+  }
   if (auto v = n.find("collective_algorithm")) {
     p.algorithm = *core::parse_algorithm(v->as_choice({"auto", "ring", "tree", "hierarchical", "best"}));
   }
@@ -924,6 +931,16 @@ void resolve_and_check(Scenario& s, const ConfigNode& root, const PlanDeferred& 
     }
   }
   if (const auto why = p.framework_refusal()) at("framework").fail(*why);
+  if (p.float8.linear) {
+    if (!s.cluster.device.peak_for(core::Dtype::kFp8)) {
+      later.float8->fail(fmt::format("float8 linears need a device with an fp8 peak; device '{}' has none "
+                                     "(cluster.device.peak.fp8)",
+                                     s.cluster.device.name));
+    }
+    if (p.float8.all_gather && p.framework != core::Framework::kFsdp) {
+      later.float8->get("fsdp_all_gather").fail("fp8 weight gathers are FSDP2's (torchao's float8 all-gather): they need framework fsdp");
+    }
+  }
   if (p.pp > 1 && (p.zero_stage > 1 || !p.is_plain_zero())) {
     at(p.zero_stage > 1 ? "zero_stage" : "pp")
         .fail("pipeline parallelism runs with DDP or ZeRO-1 only (as in DeepSpeed's pipeline engine and Megatron's "
@@ -1397,6 +1414,9 @@ std::string plan_to_yaml(const core::PlanSpec& p, const core::ClusterSpec& clust
   if (p.launch_blocking) o += "launch_blocking: true\n";
   if (p.model_code) {
     o += fmt::format("model_code: {}\n", core::model_code_name(*p.model_code));
+  }
+  if (p.float8.linear) {
+    o += fmt::format("float8: {{recipe: tensorwise, fsdp_all_gather: {}}}\n", p.float8.all_gather);
   }
   if (p.cross_entropy) {
     o += fmt::format("cross_entropy: {}\n", core::kCrossEntropyNames[static_cast<std::size_t>(*p.cross_entropy)]);

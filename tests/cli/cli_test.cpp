@@ -49,7 +49,7 @@ TEST_P(Golden, ReportMatchesTheGoldenFile) {
 INSTANTIATE_TEST_SUITE_P(Scenarios, Golden,
                          ::testing::Values("frontier_gpt20b_zero3", "lassen_neox20b_3d", "dgx_llama13b_stages",
                                            "dgx_llama13b_offload", "dgx_gpt175b_nvme", "jeanzay_bloom176b",
-                                           "dgx2_gpt18b_zeropp"));
+                                           "dgx2_gpt18b_zeropp", "dgx_llama3_8b_float8"));
 
 TEST(Cli, SearchRanksDeterministicallyAndExplainsTheWinner) {
   const Outcome a = run("search scenarios/search_llama13b_1024.yaml", false);

@@ -531,6 +531,20 @@ std::string indent(const std::string& text) {
 // writes) parses back to the same plan, and the copy runs to the same iteration time: every shipped scenario and
 // every sweep variant whose machine is the file's, with ZeRO++, hpZ, the hierarchy, offload and compression among
 // them.
+// Float8 linears need a device with an fp8 peak, and fp8 weight gathers are FSDP's.
+TEST(ScenarioPlan, Float8NeedsAnFp8DeviceAndFsdpForItsGathers) {
+  const std::string f8 = "zero_stage: 3\n  float8: {recipe: tensorwise}";
+  EXPECT_TRUE(parse_scenarios(replace(kGood, "zero_stage: 3", f8), "s.yaml").at(0).plan.float8.linear);
+  expect_error(replace(replace(kGood, "dgx-h100", "dgx-a100"), "zero_stage: 3", f8),
+               {8, 11, "plan.float8", "has none (cluster.device.peak.fp8)"});
+  expect_error(replace(kGood, "zero_stage: 3", "zero_stage: 3\n  float8: {recipe: rowwise}"),
+               {8, 20, "plan.float8.recipe", "tensorwise"});
+  expect_error(replace(kGood, "zero_stage: 3", "zero_stage: 3\n  float8: {recipe: tensorwise, fsdp_all_gather: true}"),
+               {8, 49, "plan.float8.fsdp_all_gather", "framework fsdp"});
+  expect_error(replace(kGood, "zero_stage: 3", "zero_stage: 3\n  cross_entropy: liger"),
+               {8, 18, "plan.cross_entropy", "torch, fused, megatron"});
+}
+
 TEST(ScenarioYamlDump, PlansRoundTripThroughTheirScenarioFile) {
   namespace fs = std::filesystem;
   int checked = 0;
@@ -579,6 +593,11 @@ TEST(ScenarioYamlDump, PlansRoundTripThroughTheirScenarioFile) {
       EXPECT_EQ(a.compression.gradients.compress.value(), b.compression.gradients.compress.value()) << where;
       EXPECT_EQ(a.overlaps_comm(), b.overlaps_comm()) << where;
       EXPECT_EQ(a.framework, b.framework) << where;
+      EXPECT_EQ(a.recompute, b.recompute) << where;
+      EXPECT_EQ(a.model_code, b.model_code) << where;
+      EXPECT_EQ(a.cross_entropy, b.cross_entropy) << where;
+      EXPECT_EQ(a.float8.linear, b.float8.linear) << where;
+      EXPECT_EQ(a.float8.all_gather, b.float8.all_gather) << where;
       EXPECT_EQ(evaluate(v).run.iteration_time.value(), evaluate(c).run.iteration_time.value()) << where;
       ++checked;
     }

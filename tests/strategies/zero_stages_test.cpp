@@ -569,6 +569,34 @@ TEST(ZeroStages, RecomputationRepeatsTheExchangesItDoesNotSave) {
   EXPECT_EQ(op.at(CollectiveOp::kAllGather) - none.at(CollectiveOp::kAllGather), 4 * 2);
 }
 
+// FSDP's fp8 weight gathers (torchao's float8 all-gather): the blocks' linear weights travel at a byte each; norms,
+// the embedding and the head stay 16-bit.
+TEST(ZeroStages, Fp8WeightGathersHalveTheLinearsShare) {
+  auto gathered = [](bool fp8) {
+    Lowered s(3, 1);
+    s.plan.framework = core::Framework::kFsdp;
+    s.plan.float8.linear = true;
+    s.plan.float8.all_gather = fp8;
+    s.costs = compute_model_costs(s.model, s.plan);
+    s.g = graph::TaskGraph();
+    PartitionedStrategy().lower(LoweringInput{s.model, s.cluster, s.plan, s.costs}, s.g);
+    double bytes = 0.0;
+    for (const auto& t : s.g.tasks()) {
+      if (t.kind == TaskKind::kCollective && (t.purpose == Purpose::kParamGatherFwd || t.purpose == Purpose::kParamGatherBwd)) {
+        bytes += t.bytes;
+      }
+    }
+    return std::pair{bytes, s.costs};
+  };
+  const auto [bf16_bytes, costs] = gathered(false);
+  const auto [fp8_bytes, fp8_costs] = gathered(true);
+  const double linears = fp8_costs.units[1].float8_elements * 4;  // four blocks
+  EXPECT_GT(linears, 0.0);
+  EXPECT_EQ(costs.units[1].float8_elements, 0.0);
+  // forward and backward gathers of every block: 2 x (2 - 1) bytes fewer per linear weight element
+  EXPECT_NEAR(bf16_bytes - fp8_bytes, 2.0 * linears, 1e-6 * bf16_bytes);
+}
+
 TEST(ZeroStages, SingleRankHasNoCommunication) {
   Lowered s(3, 2, 1);
   EXPECT_TRUE(s.count_by_purpose().empty());
