@@ -78,7 +78,12 @@ std::string plan_line(const scenario::Scenario& s, const scenario::Evaluation& e
                      ev.strategy, offload, core::framework_name(p.framework), p.dp, p.tp, p.pp, p.micro_batch, p.global_batch, ev.grad_accumulation,
                      ev.grad_accumulation == 1 ? "" : "es", core::recompute_name(p.recompute),
                      p.overlaps_comm() ? "on" : "off", p.flash_attention ? "on" : "off", core::algorithm_name(p.algorithm)) +
-         (compression_line(p.compression).empty() ? "" : ", compressed: " + compression_line(p.compression));
+         (compression_line(p.compression).empty() ? "" : ", compressed: " + compression_line(p.compression)) +
+         (p.float8.linear ? fmt::format(", float8 linears (tensorwise{})", p.float8.all_gather ? ", fp8 gathers" : "")
+                          : "") +
+         fmt::format(", model code {}, loss {}",
+                     p.fused_model_code() ? (p.megatron_model_code() ? "megatron" : "fused") : "huggingface",
+                     core::kCrossEntropyNames[static_cast<std::size_t>(p.loss_kernel())]);
 }
 
 // The host link and the optimizer step of an offloaded run, for rank role `role`: bytes and busy time per direction,
@@ -543,7 +548,10 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
                {"overlap_comm", p.overlaps_comm()},
                {"flash_attention", p.flash_attention},
                {"collective_algorithm", core::algorithm_name(p.algorithm)},
-               {"compression", compression_line(p.compression)}};
+               {"compression", compression_line(p.compression)},
+               {"model_code", p.fused_model_code() ? (p.megatron_model_code() ? "megatron" : "fused") : "huggingface"},
+               {"cross_entropy", core::kCrossEntropyNames[static_cast<std::size_t>(p.loss_kernel())]},
+               {"float8", {{"linear", p.float8.linear}, {"fsdp_all_gather", p.float8.all_gather}}}};
   if (const auto f = deepspeed_fetches(s, ev)) {
     j["plan"]["deepspeed_fetches"] = {{"all_gathers_per_micro_batch", f->gathers},
                                       {"split_parameters", f->split_params},
