@@ -377,6 +377,10 @@ DeepSpeedExport deepspeed_config_of(const Scenario& s) {
     out.notes.push_back(fmt::format("recompute {}: activation checkpointing is switched on in the model code "
                                     "(Hugging Face: gradient_checkpointing_enable())", core::recompute_name(p.recompute)));
   }
+  if (p.float8.linear) {
+    out.notes.push_back("float8: the linears' fp8 compute is the model's (torchao's convert_to_float8_training), not a "
+                        "DeepSpeed config key");
+  }
   return out;
 }
 
