@@ -126,6 +126,8 @@ SearchSpace default_space(const scenario::Scenario& s) {
   }
   sp.micro_batch = {1, 2, 4, 8};
   sp.recompute = {core::Recompute::kNone, core::Recompute::kSelective, core::Recompute::kFull};
+  // torchtitan's op-level policy is an FSDP2 recipe's: searched where the framework is FSDP.
+  if (s.plan.framework == core::Framework::kFsdp) sp.recompute.push_back(core::Recompute::kSelectiveOp);
   sp.shard_factors.push_back("1");
   for (const auto& l : s.cluster.levels) sp.shard_factors.push_back(l.name);
   sp.shard_factors.push_back("all");
@@ -394,9 +396,14 @@ std::string render_search(const scenario::Scenario& base, const SearchResult& r)
     level_head += fmt::format("  {:>{}}", head, level_w.back());
   }
   std::size_t w = 6;
-  for (const auto& k : r.best) w = std::max(w, k.evaluation.strategy.size());
-  o += fmt::format("  {:>4}  {:<{}}  {:>3}  {:>3}  {:>3}  {:<9}  {:>10}  {:>10}  {:>10}  {:>10}  {:>10}{}\n", "rank",
-                   "layout", w, "tp", "pp", "mb", "recompute", "iteration", "TFLOPS/GPU", "memory", "headroom", "exposed", level_head);
+  std::size_t rw = 9;  // the recompute column: as wide as the longest name shown
+  for (const auto& k : r.best) {
+    w = std::max(w, k.evaluation.strategy.size());
+    rw = std::max(rw, core::recompute_name(k.scenario.plan.recompute).size());
+  }
+  for (const auto& [fam, k] : r.family_best) rw = std::max(rw, core::recompute_name(k.scenario.plan.recompute).size());
+  o += fmt::format("  {:>4}  {:<{}}  {:>3}  {:>3}  {:>3}  {:<{}}  {:>10}  {:>10}  {:>10}  {:>10}  {:>10}{}\n", "rank",
+                   "layout", w, "tp", "pp", "mb", "recompute", rw, "iteration", "TFLOPS/GPU", "memory", "headroom", "exposed", level_head);
   for (std::size_t i = 0; i < r.best.size(); ++i) {
     const auto& p = r.best[i].scenario.plan;
     const auto& ev = r.best[i].evaluation;
@@ -405,8 +412,8 @@ std::string render_search(const scenario::Scenario& base, const SearchResult& r)
     for (std::size_t l = 0; l < c.levels.size(); ++l) {
       levels += fmt::format("  {:>{}}", core::format_seconds(role.exposed_by_level[l]), level_w[l]);
     }
-    o += fmt::format("  {:>4}  {:<{}}  {:>3}  {:>3}  {:>3}  {:<9}  {:>10}  {:>10.1f}  {:>10}  {:>10}  {:>10}{}\n", i + 1,
-                     ev.strategy, w, p.tp, p.pp, p.micro_batch, core::recompute_name(p.recompute),
+    o += fmt::format("  {:>4}  {:<{}}  {:>3}  {:>3}  {:>3}  {:<{}}  {:>10}  {:>10.1f}  {:>10}  {:>10}  {:>10}{}\n", i + 1,
+                     ev.strategy, w, p.tp, p.pp, p.micro_batch, core::recompute_name(p.recompute), rw,
                      core::format_seconds(ev.run.iteration_time), ev.model_tflops_per_gpu,
                      fmt::format("{:.1f} GiB", ev.memory.total.value() / core::kGiB),
                      fmt::format("{:.1f} GiB", ev.memory.headroom().value() / core::kGiB),
@@ -423,8 +430,8 @@ std::string render_search(const scenario::Scenario& base, const SearchResult& r)
   o += "\nbest plan of each family\n";
   for (const auto& [fam, k] : r.family_best) {
     const auto& p = k.scenario.plan;
-    o += fmt::format("  {:<12} {:<{}}  tp {} pp {} mb {} {:<9}  {:>10}  {:>6.1f} TFLOPS/GPU  {:.1f} GiB\n", fam,
-                     k.evaluation.strategy, w, p.tp, p.pp, p.micro_batch, core::recompute_name(p.recompute),
+    o += fmt::format("  {:<12} {:<{}}  tp {} pp {} mb {} {:<{}}  {:>10}  {:>6.1f} TFLOPS/GPU  {:.1f} GiB\n", fam,
+                     k.evaluation.strategy, w, p.tp, p.pp, p.micro_batch, core::recompute_name(p.recompute), rw,
                      core::format_seconds(k.evaluation.run.iteration_time), k.evaluation.model_tflops_per_gpu,
                      k.evaluation.memory.total.value() / core::kGiB);
   }
