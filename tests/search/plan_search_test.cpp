@@ -121,6 +121,21 @@ TEST(PlanSearch, OnlyLayoutsTheFrameworkHas) {
   }
 }
 
+// torchtitan's op-level recomputation is an FSDP2 recipe: the search tries it where the framework is FSDP only.
+TEST(PlanSearch, OpLevelRecomputationIsSearchedUnderFsdp) {
+  auto s = base();
+  const auto has_op = [](const SearchSpace& sp) {
+    return std::find(sp.recompute.begin(), sp.recompute.end(), core::Recompute::kSelectiveOp) != sp.recompute.end();
+  };
+  EXPECT_FALSE(has_op(default_space(s)));
+  s.plan.framework = core::Framework::kFsdp;
+  EXPECT_TRUE(has_op(default_space(s)));
+  const auto r = search(s, default_space(s), 1000, 1);
+  EXPECT_TRUE(std::any_of(r.best.begin(), r.best.end(), [](const auto& c) {
+    return c.scenario.plan.recompute == core::Recompute::kSelectiveOp;
+  }));
+}
+
 TEST(PlanSearch, SameAnswerWhateverTheThreadCount) {
   const auto s = base();
   const auto a = search(s, default_space(s), 10, 1);
