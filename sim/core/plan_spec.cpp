@@ -12,12 +12,7 @@ std::string_view recompute_name(Recompute r) {
   return "?";
 }
 
-std::optional<Recompute> parse_recompute(std::string_view name) {
-  for (std::size_t i = 0; i < std::size(kRecomputeNames); ++i) {
-    if (kRecomputeNames[i] == name) return static_cast<Recompute>(i);
-  }
-  return std::nullopt;
-}
+std::optional<Recompute> parse_recompute(std::string_view name) { return parse_named<Recompute>(kRecomputeNames, name); }
 
 std::string_view model_code_name(ModelCode c) { return kModelCodeNames[static_cast<std::size_t>(c)]; }
 

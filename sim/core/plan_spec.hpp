@@ -48,6 +48,15 @@ enum class Framework { kDeepSpeed, kFsdp, kMegatron };
 std::string_view framework_name(Framework f);
 std::optional<Framework> parse_framework(std::string_view name);
 
+/** @brief The value of enum `E` whose spelling in `names` (listed in enum order) is `name`, or nullopt. */
+template <class E, std::size_t N>
+std::optional<E> parse_named(const std::string_view (&names)[N], std::string_view name) {
+  for (std::size_t i = 0; i < N; ++i) {
+    if (names[i] == name) return static_cast<E>(i);
+  }
+  return std::nullopt;
+}
+
 std::string_view recompute_name(Recompute r);
 /** @brief The recomputation recompute_name() spells `name`, or nullopt. */
 std::optional<Recompute> parse_recompute(std::string_view name);
@@ -63,6 +72,7 @@ inline constexpr std::string_view kModelCodeNames[] = {"huggingface", "megatron"
 enum class CrossEntropy { kTorch, kFused, kMegatron };
 inline constexpr std::string_view kCrossEntropyNames[] = {"torch", "fused", "megatron"};
 std::string_view model_code_name(ModelCode c);
+inline std::string_view cross_entropy_name(CrossEntropy c) { return kCrossEntropyNames[static_cast<std::size_t>(c)]; }
 /** @brief True where recomputation runs a block's forward code again on the framework thread (full, and the
  *  op-level policy, whose checkpoint reruns the block's forward and recomputes what it did not save). */
 [[nodiscard]] inline bool reruns_block_forward(Recompute r) {
@@ -233,8 +243,12 @@ struct PlanSpec {
   [[nodiscard]] bool reduces_buckets_by_all_reduce() const;
   /** @brief True where Megatron-LM's model code runs the layers: model_code megatron, or framework megatron when
    *  model_code is unset. */
-  [[nodiscard]] bool megatron_model_code() const {
-    return model_code ? *model_code == ModelCode::kMegatron : framework == Framework::kMegatron;
+  [[nodiscard]] bool megatron_model_code() const { return code_in_use() == ModelCode::kMegatron; }
+  /** @brief The model code that runs the blocks: model_code when given, else Megatron's for framework megatron and
+   *  Hugging Face's otherwise. */
+  [[nodiscard]] ModelCode code_in_use() const {
+    if (model_code) return *model_code;
+    return framework == Framework::kMegatron ? ModelCode::kMegatron : ModelCode::kHuggingFace;
   }
   /** @brief The cross-entropy the loss runs: cross_entropy when given, else Megatron's under its model code and
    *  PyTorch's otherwise. */
@@ -244,9 +258,7 @@ struct PlanSpec {
   }
   /** @brief True where the block's elementwise work runs as fused kernels: Megatron's model code or model_code
    *  fused. */
-  [[nodiscard]] bool fused_model_code() const {
-    return megatron_model_code() || model_code == ModelCode::kFused;
-  }
+  [[nodiscard]] bool fused_model_code() const { return code_in_use() != ModelCode::kHuggingFace; }
 
   /** @brief Whether the parameter gathers and the gradient reductions run on one process group: shared_dp_group
    *  when given; else FSDP's (one process group for its all-gathers and reduce-scatters: pytorch/pytorch@00ae0bc9

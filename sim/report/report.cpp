@@ -81,9 +81,8 @@ std::string plan_line(const scenario::Scenario& s, const scenario::Evaluation& e
          (compression_line(p.compression).empty() ? "" : ", compressed: " + compression_line(p.compression)) +
          (p.float8.linear ? fmt::format(", float8 linears (tensorwise{})", p.float8.all_gather ? ", fp8 gathers" : "")
                           : "") +
-         fmt::format(", model code {}, loss {}",
-                     p.fused_model_code() ? (p.megatron_model_code() ? "megatron" : "fused") : "huggingface",
-                     core::kCrossEntropyNames[static_cast<std::size_t>(p.loss_kernel())]);
+         fmt::format(", model code {}, loss {}", core::model_code_name(p.code_in_use()),
+                     core::cross_entropy_name(p.loss_kernel()));
 }
 
 // The host link and the optimizer step of an offloaded run, for rank role `role`: bytes and busy time per direction,
@@ -549,8 +548,8 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
                {"flash_attention", p.flash_attention},
                {"collective_algorithm", core::algorithm_name(p.algorithm)},
                {"compression", compression_line(p.compression)},
-               {"model_code", p.fused_model_code() ? (p.megatron_model_code() ? "megatron" : "fused") : "huggingface"},
-               {"cross_entropy", core::kCrossEntropyNames[static_cast<std::size_t>(p.loss_kernel())]},
+               {"model_code", core::model_code_name(p.code_in_use())},
+               {"cross_entropy", core::cross_entropy_name(p.loss_kernel())},
                {"float8", {{"linear", p.float8.linear}, {"fsdp_all_gather", p.float8.all_gather}}}};
   if (const auto f = deepspeed_fetches(s, ev)) {
     j["plan"]["deepspeed_fetches"] = {{"all_gathers_per_micro_batch", f->gathers},

@@ -559,16 +559,11 @@ core::PlanSpec parse_plan(const ConfigNode& n, PlanDeferred& later) {
     p.framework = *core::parse_framework(v->as_choice({"deepspeed", "fsdp", "megatron"}));
   }
   if (auto v = n.find("model_code")) {
-    const std::string c = v->as_choice(core::kModelCodeNames);
-    for (std::size_t i = 0; i < std::size(core::kModelCodeNames); ++i) {
-      if (core::kModelCodeNames[i] == c) p.model_code = static_cast<core::ModelCode>(i);
-    }
+    p.model_code = core::parse_named<core::ModelCode>(core::kModelCodeNames, v->as_choice(core::kModelCodeNames));
   }
   if (auto v = n.find("cross_entropy")) {
-    const std::string c = v->as_choice(core::kCrossEntropyNames);
-    for (std::size_t i = 0; i < std::size(core::kCrossEntropyNames); ++i) {
-      if (core::kCrossEntropyNames[i] == c) p.cross_entropy = static_cast<core::CrossEntropy>(i);
-    }
+    p.cross_entropy =
+        core::parse_named<core::CrossEntropy>(core::kCrossEntropyNames, v->as_choice(core::kCrossEntropyNames));
   }
   if (auto v = n.find("shared_dp_group")) p.shared_dp_group = v->as_bool();
   if (auto v = n.find("float8")) {
@@ -1419,7 +1414,7 @@ std::string plan_to_yaml(const core::PlanSpec& p, const core::ClusterSpec& clust
     o += fmt::format("float8: {{recipe: tensorwise, fsdp_all_gather: {}}}\n", p.float8.all_gather);
   }
   if (p.cross_entropy) {
-    o += fmt::format("cross_entropy: {}\n", core::kCrossEntropyNames[static_cast<std::size_t>(*p.cross_entropy)]);
+    o += fmt::format("cross_entropy: {}\n", core::cross_entropy_name(*p.cross_entropy));
   }
   if (p.shared_dp_group) o += fmt::format("shared_dp_group: {}\n", *p.shared_dp_group);
   // (another accumulation dtype is the gradients' own: what an unset key means)
