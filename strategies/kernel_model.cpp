@@ -16,6 +16,15 @@ constexpr double kTile = 128.0;
 
 double tiles(double m, double n, double batch) { return std::ceil(m / kTile) * std::ceil(n / kTile) * batch; }
 
+// A block's dimensions on one tensor-parallel rank: the degree, the micro-batch's tokens, hidden, MLP and KV widths.
+struct BlockDims {
+  double t, tokens, h, f, kv;
+};
+BlockDims block_dims(const core::ModelSpec& m, const core::PlanSpec& plan) {
+  return {static_cast<double>(plan.tp), static_cast<double>(plan.micro_batch) * m.seq_len, static_cast<double>(m.hidden),
+          static_cast<double>(m.ffn_hidden), static_cast<double>(m.kv_heads) * m.head_dim()};
+}
+
 }  // namespace
 
 KernelModel::KernelModel(const core::DeviceSpec& device, core::Dtype dtype) {
@@ -48,11 +57,7 @@ GemmShape data_gradient(const GemmShape& g) { return {g.m, g.k, g.n, g.batch}; }
 GemmShape weight_gradient(const GemmShape& g) { return {g.k, g.n, g.m, g.batch}; }
 
 std::vector<LinearLayer> linear_layers(const core::ModelSpec& m, const core::PlanSpec& plan) {
-  const double t = plan.tp;
-  const double tokens = static_cast<double>(plan.micro_batch) * m.seq_len;
-  const double h = m.hidden;
-  const double f = m.ffn_hidden;
-  const double kv = static_cast<double>(m.kv_heads) * m.head_dim();
+  const auto [t, tokens, h, f, kv] = block_dims(m, plan);
   const bool swiglu = m.mlp == core::MlpKind::kSwiglu;
   return {{"qkv", {tokens, (h + 2.0 * kv) / t, h}},
           {"attn_out", {tokens, h, h / t}},
@@ -62,11 +67,7 @@ std::vector<LinearLayer> linear_layers(const core::ModelSpec& m, const core::Pla
 }
 
 std::vector<GemmShape> block_matmul_sequence(const core::ModelSpec& m, const core::PlanSpec& plan) {
-  const double t = plan.tp;
-  const double tokens = static_cast<double>(plan.micro_batch) * m.seq_len;
-  const double h = m.hidden;
-  const double f = m.ffn_hidden;
-  const double kv = static_cast<double>(m.kv_heads) * m.head_dim();
+  const auto [t, tokens, h, f, kv] = block_dims(m, plan);
   std::vector<GemmShape> out;
   if (m.fused_qkv) {
     out.push_back({tokens, (h + 2.0 * kv) / t, h});
