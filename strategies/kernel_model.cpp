@@ -89,6 +89,17 @@ Float8Casts float8_casts(const core::ModelSpec& m, const core::PlanSpec& plan) {
   const double weight_cast = plan.float8.all_gather ? 0.0 : 2.0 * e + 1.0;  // max-abs read, then read + fp8 write
   const int weight_kernels = plan.float8.all_gather ? 0 : 2;
   const std::vector<GemmShape> seq = block_matmul_sequence(m, plan);
+  if (plan.float8.recipe == core::Float8Recipe::kDelayed) {
+    // Transformer Engine: each te.Linear casts its input and its weight forward, its output gradient backward, each
+    // in one cast-transpose kernel (16-bit read, both fp8 layouts written).
+    for (const GemmShape& g : seq) {
+      c.forward_bytes += (e + 2.0) * (g.m * g.k + g.n * g.k);
+      c.forward_kernels += 2;
+      c.backward_bytes += (e + 2.0) * g.m * g.n;
+      c.backward_kernels += 1;
+    }
+    return c;
+  }
   if (!plan.fused_model_code()) {
     for (const GemmShape& g : seq) {
       const double input = g.m * g.k, output = g.m * g.n, weight = g.n * g.k;

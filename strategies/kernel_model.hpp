@@ -55,8 +55,9 @@ std::vector<GemmShape> block_matmul_sequence(const core::ModelSpec& model, const
  *  reaches the policy's dispatch mode as aten.mm before the subclass runs _scaled_mm. */
 [[nodiscard]] inline bool op_policy_saves(std::size_t index) { return index % 2 == 0; }
 
-/** @brief What torchao's tensorwise float8 casts move for a block's linears (Float8Spec), per micro-batch on one
- *  rank, as streaming passes. Eager: each linear reads its input for the max-abs and again to write it in fp8
+/** @brief What the float8 casts move for a block's linears (Float8Spec), per micro-batch on one rank, as streaming
+ *  passes. Transformer Engine's delayed scaling: each linear's input and weight forward and output gradient
+ *  backward in one cast-transpose each ((e + 2) bytes per element). torchao's tensorwise, eager: each linear reads its input for the max-abs and again to write it in fp8
  *  (5 bytes per 16-bit element, two kernels), its weight likewise (unless the FSDP gather brings it cast); backward,
  *  its output gradient likewise, and the fp8 weight, output gradient and input copied once more into the layouts the
  *  data- and weight-gradient GEMMs take (2 bytes per element; five kernels). Compiled (fused model code: Inductor):

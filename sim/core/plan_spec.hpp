@@ -129,8 +129,14 @@ std::string_view codec_name(Codec c);
 /// but the output layer): each linear casts its input and weight to e4m3 (a max-abs pass and a cast pass over each)
 /// and its output gradient to e5m2, and runs its forward, data-gradient and weight-gradient GEMMs in fp8 (torch
 /// _scaled_mm), the transposed operands of the backward copied into the layouts _scaled_mm takes.
+/// kTensorwise: torchao's dynamic scaling (a max-abs pass, then the cast). kDelayed: Transformer Engine's te.Linear
+/// with DelayedScaling (NVIDIA/TransformerEngine: the scale from the amax history of earlier steps, so each cast is
+/// one fused cast-transpose kernel that writes both layouts and records the amax as it goes).
+enum class Float8Recipe { kTensorwise, kDelayed };
+inline constexpr std::string_view kFloat8RecipeNames[] = {"tensorwise", "delayed"};
 struct Float8Spec {
   bool linear = false;
+  Float8Recipe recipe = Float8Recipe::kTensorwise;
   /// FSDP2 gathers those weights in fp8, cast on each rank's shard before the gather (torchao's
   /// enable_fsdp_float8_all_gather with precompute_float8_dynamic_scale_for_fsdp)
   bool all_gather = false;

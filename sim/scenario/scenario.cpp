@@ -568,7 +568,8 @@ core::PlanSpec parse_plan(const ConfigNode& n, PlanDeferred& later) {
   if (auto v = n.find("shared_dp_group")) p.shared_dp_group = v->as_bool();
   if (auto v = n.find("float8")) {
     v->expect_map({"recipe", "fsdp_all_gather"});
-    (void)v->get("recipe").as_choice({"tensorwise"});
+    p.float8.recipe =
+        *core::parse_named<core::Float8Recipe>(core::kFloat8RecipeNames, v->get("recipe").as_choice(core::kFloat8RecipeNames));
     p.float8.linear = true;
     if (auto a = v->find("fsdp_all_gather")) p.float8.all_gather = a->as_bool();
     later.float8 = v;
@@ -931,6 +932,9 @@ void resolve_and_check(Scenario& s, const ConfigNode& root, const PlanDeferred& 
       later.float8->fail(fmt::format("float8 linears need a device with an fp8 peak; device '{}' has none "
                                      "(cluster.device.peak.fp8)",
                                      s.cluster.device.name));
+    }
+    if (p.float8.all_gather && p.float8.recipe != core::Float8Recipe::kTensorwise) {
+      later.float8->get("fsdp_all_gather").fail("fp8 weight gathers are torchao's: they need recipe tensorwise");
     }
     if (p.float8.all_gather && p.framework != core::Framework::kFsdp) {
       later.float8->get("fsdp_all_gather").fail("fp8 weight gathers are FSDP2's (torchao's float8 all-gather): they need framework fsdp");
@@ -1411,7 +1415,8 @@ std::string plan_to_yaml(const core::PlanSpec& p, const core::ClusterSpec& clust
     o += fmt::format("model_code: {}\n", core::model_code_name(*p.model_code));
   }
   if (p.float8.linear) {
-    o += fmt::format("float8: {{recipe: tensorwise, fsdp_all_gather: {}}}\n", p.float8.all_gather);
+    o += fmt::format("float8: {{recipe: {}, fsdp_all_gather: {}}}\n",
+                     core::kFloat8RecipeNames[static_cast<std::size_t>(p.float8.recipe)], p.float8.all_gather);
   }
   if (p.cross_entropy) {
     o += fmt::format("cross_entropy: {}\n", core::cross_entropy_name(*p.cross_entropy));

@@ -538,7 +538,9 @@ TEST(ScenarioPlan, Float8NeedsAnFp8DeviceAndFsdpForItsGathers) {
   expect_error(replace(replace(kGood, "dgx-h100", "dgx-a100"), "zero_stage: 3", f8),
                {8, 11, "plan.float8", "has none (cluster.device.peak.fp8)"});
   expect_error(replace(kGood, "zero_stage: 3", "zero_stage: 3\n  float8: {recipe: rowwise}"),
-               {8, 20, "plan.float8.recipe", "tensorwise"});
+               {8, 20, "plan.float8.recipe", "tensorwise, delayed"});
+  expect_error(replace(kGood, "zero_stage: 3", "zero_stage: 3\n  framework: fsdp\n  float8: {recipe: delayed, fsdp_all_gather: true}"),
+               {9, 46, "plan.float8.fsdp_all_gather", "recipe tensorwise"});
   expect_error(replace(kGood, "zero_stage: 3", "zero_stage: 3\n  float8: {recipe: tensorwise, fsdp_all_gather: true}"),
                {8, 49, "plan.float8.fsdp_all_gather", "framework fsdp"});
   expect_error(replace(kGood, "zero_stage: 3", "zero_stage: 3\n  cross_entropy: liger"),

@@ -255,6 +255,16 @@ TEST(KernelModel, Float8LinearsRunTheirGemmsInFp8AndPayForTheirCasts) {
   EXPECT_DOUBLE_EQ(compiled.backward_bytes, 4.0 * outputs + 2.0 * weights);
   plan.float8.all_gather = true;  // the weights arrive cast
   EXPECT_DOUBLE_EQ(float8_casts(m, plan).forward_bytes, 4.0 * t * (h + h + h + f));
+  // Transformer Engine's delayed scaling: one cast-transpose per linear input and weight forward, per output
+  // gradient backward, whatever the model code.
+  plan.float8.all_gather = false;
+  plan.float8.recipe = core::Float8Recipe::kDelayed;
+  const Float8Casts te = float8_casts(m, plan);
+  EXPECT_DOUBLE_EQ(te.forward_bytes, 4.0 * (inputs + weights));
+  EXPECT_EQ(te.forward_kernels, 7 * 2);
+  EXPECT_DOUBLE_EQ(te.backward_bytes, 4.0 * outputs);
+  EXPECT_EQ(te.backward_kernels, 7);
+  plan.float8.recipe = core::Float8Recipe::kTensorwise;
   // The block's GEMMs run at the fp8 rate: on the H100 the float8 block is faster than the bf16 one despite its
   // casts; without an fp8 peak there is nothing to run them on (the scenario refuses such a plan).
   const core::DeviceSpec h100 = topology::find_cluster_preset("dgx-h100")->device;
