@@ -38,47 +38,54 @@ BlockTraffic block_traffic(const core::ModelSpec& m, const core::PlanSpec& plan)
   const double f = m.ffn_hidden;
   const double kv = static_cast<double>(m.kv_heads) * m.head_dim();
   const bool swiglu = m.mlp == core::MlpKind::kSwiglu;
-  const double per_rank = tokens / plan.tp;
+  // Per tensor-parallel rank: work on the heads or the MLP's columns is split over tp; work on the full hidden
+  // vector of every token (norms, residual adds, Megatron's bias-dropout-add) is each rank's whole, unless sequence
+  // parallelism splits the tokens (Korthikanti et al. 2022, Sec. 4.2.2).
+  const double split = tokens / plan.tp;
+  const double whole = plan.sequence_parallel ? split : tokens;
   BlockTraffic bt;
   bt.scores = plan.flash_attention ? 0.0 : 4.5 * tokens * m.heads * m.seq_len / plan.tp * e;
   if (plan.fused_model_code()) {
-    bt.elementwise = per_rank * (16.0 * h + (swiglu ? 3.0 : 2.0) * f) * e;
+    // norms 2 x 2h and the two bias-dropout-adds 2 x 3h on the hidden vector; QKV bias / rotary 6h and the MLP's
+    // activation on the heads and columns
+    bt.elementwise = (whole * 10.0 * h + split * (6.0 * h + (swiglu ? 3.0 : 2.0) * f)) * e;
     bt.elementwise_kernels = 6;
     return bt;
   }
   // Fused kernels that remain: LayerNorms, GeLU, QKV bias / learned or ALiBi positions.
-  double fused = 0.0;
+  double fused_whole = 0.0, fused_split = 0.0;
   int fused_kernels = 0;
   if (m.norm == core::NormKind::kLayerNorm) {
-    fused += 4.0 * h;
+    fused_whole += 4.0 * h;
     fused_kernels += 2;
   }
   if (!swiglu) {
-    fused += 2.0 * f;
+    fused_split += 2.0 * f;
     fused_kernels += 1;
   }
   if (m.position != core::PositionKind::kRotary) {
-    fused += 6.0 * h;
+    fused_split += 6.0 * h;
     fused_kernels += 1;
   }
-  bt.elementwise = per_rank * fused * e;
+  bt.elementwise = (whole * fused_whole + split * fused_split) * e;
   bt.elementwise_kernels = fused_kernels;
   // Eager single operations.
-  double streams = 6.0 * h * e + 2.0 * h * e;  // two residual adds, the attention output's copy
+  double streams_whole = 6.0 * h * e;  // two residual adds
+  double streams_split = 2.0 * h * e;  // the attention output's copy
   int stream_kernels = 3;
   if (m.norm == core::NormKind::kRmsNorm) {
-    streams += 2.0 * h * (28.0 + 4.0 * e);
+    streams_whole += 2.0 * h * (28.0 + 4.0 * e);
     stream_kernels += 16;
   }
   if (m.position == core::PositionKind::kRotary) {
-    streams += 10.0 * e * (h + kv);
+    streams_split += 10.0 * e * (h + kv);
     stream_kernels += 10;
   }
   if (swiglu) {
-    streams += 5.0 * e * f;
+    streams_split += 5.0 * e * f;
     stream_kernels += 2;
   }
-  bt.streams = per_rank * streams;
+  bt.streams = whole * streams_whole + split * streams_split;
   bt.stream_kernels = stream_kernels;
   return bt;
 }

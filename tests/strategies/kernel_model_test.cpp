@@ -141,9 +141,17 @@ TEST(KernelModel, EagerLlamaBlocksMoveTheirSingleOperationsBytes) {
   EXPECT_EQ(eager.elementwise_kernels, 0);
   EXPECT_EQ(eager.stream_kernels, 31);
   EXPECT_DOUBLE_EQ(eager.streams, tokens * (2 * (28 + 4 * e) * h + 10 * e * (h + kv) + 5 * e * f + 8 * e * h));
-  // Tensor parallelism splits both.
+  // Tensor parallelism splits the work on heads and MLP columns; the norms and residual adds on every token's hidden
+  // vector stay each rank's whole unless sequence parallelism splits the tokens.
   plan.tp = 2;
+  const double whole = tokens * (2 * (28 + 4 * e) * h + 6 * e * h);
+  EXPECT_DOUBLE_EQ(block_traffic(m, plan).streams, whole + (eager.streams - whole) / 2);
+  plan.sequence_parallel = true;
   EXPECT_DOUBLE_EQ(block_traffic(m, plan).streams, eager.streams / 2);
+  plan.sequence_parallel = false;
+  plan.model_code = core::ModelCode::kMegatron;
+  EXPECT_DOUBLE_EQ(block_traffic(m, plan).elementwise, tokens * (10 * h + (6 * h + 3 * f) / 2) * e);
+  plan.model_code = core::ModelCode::kHuggingFace;
   // The eager block is slower on the same device: more bytes and 31 launches.
   core::DeviceSpec d = device(132, 5);
   d.stream_efficiency = 0.84;
