@@ -174,6 +174,7 @@ const std::vector<ModelSpec>& presets() {
       make_llama2("llama2-70b", 80, 8192, 64, 8, 28672),
       make_llama3("llama3-8b", 32, 4096, 32, 14336),
       make_llama3("llama3-70b", 80, 8192, 64, 28672),
+      make_llama3("llama3-405b", 126, 16384, 128, 53248),
       make_gpt3_175b(),
   };
   return kPresets;

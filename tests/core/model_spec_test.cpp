@@ -30,9 +30,11 @@ TEST(ModelSpec, Llama2PresetsMatchTheReleasedCheckpoints) {
 }
 
 TEST(ModelSpec, Llama3PresetsMatchTheReleasedCheckpoints) {
-  // Hugging Face parameter counts of meta-llama/Meta-Llama-3-8B and -70B (untied 128,256-row embedding and head).
+  // Hugging Face parameter counts of meta-llama/Meta-Llama-3-8B, -70B and Llama-3.1-405B (untied 128,256-row
+  // embedding and head).
   EXPECT_DOUBLE_EQ(preset("llama3-8b").total_params(), 8030261248.0);
   EXPECT_DOUBLE_EQ(preset("llama3-70b").total_params(), 70553706496.0);
+  EXPECT_DOUBLE_EQ(preset("llama3-405b").total_params(), 405853388800.0);  // meta-llama/Llama-3.1-405B
   EXPECT_EQ(preset("llama3-8b").kv_heads, 8);
   EXPECT_EQ(preset("llama3-8b").seq_len, 8192);
 }
