@@ -292,7 +292,14 @@ ModelCosts compute_model_costs(const core::ModelSpec& m, const core::PlanSpec& p
 
   out.units.reserve(static_cast<std::size_t>(m.layers) + 2);
   out.units.push_back(emb);
-  for (int i = 0; i < m.layers; ++i) out.units.push_back(blk);
+  // Blocks the recomputation skips (recompute_every) keep everything, as without it.
+  UnitCost kept = blk;
+  kept.act_saved = core::Bytes(full_block + (plan.flash_attention ? 0.0 : score_bytes / t));
+  kept.act_transient = core::Bytes(0.0);
+  kept.recompute_flops = core::Flops(0.0);
+  kept.recompute_mem = core::Bytes(0.0);
+  if (kept.recompute_time.value() > 0.0) kept.recompute_time = core::Seconds(0.0);
+  for (int i = 0; i < m.layers; ++i) out.units.push_back(plan.recomputes_block(i) ? blk : kept);
   out.units.push_back(head);
   for (const auto& u : out.units) {
     out.params_per_rank += u.params;

@@ -183,6 +183,11 @@ struct PlanSpec {
   int micro_batch = 1;   ///< sequences per micro-batch per data-parallel rank
   int global_batch = 0;  ///< sequences per iteration; 0 until resolved (micro_batch * dp when omitted)
   Recompute recompute = Recompute::kNone;
+  /// the blocks `recompute` applies to: every one (1), or each recompute_every-th, the others keeping all their
+  /// activations (torchtitan's selective layer option: checkpoint_wrapper on every second TransformerBlock)
+  int recompute_every = 1;
+  /** @brief Whether block `layer` (0-based) runs the plan's recomputation. */
+  [[nodiscard]] bool recomputes_block(int layer) const { return (layer + 1) % recompute_every == 0; }
   int zero_stage = 0;  ///< 0 = plain data parallelism (DDP)
   // DeepSpeed defaults: reduce_bucket_size = allgather_bucket_size = 5e8 elements,
   // stage3_prefetch_bucket_size = 5e7, stage3_max_live_parameters = 1e9 (fp16/bf16: 2 bytes each).

@@ -76,7 +76,9 @@ std::string plan_line(const scenario::Scenario& s, const scenario::Evaluation& e
   return fmt::format("{}{} ({}), dp {} x tp {} x pp {}, micro-batch {}, global batch {} ({} micro-batch{}), recompute {}, "
                      "overlap {}, flash-attention {}, collectives {}",
                      ev.strategy, offload, core::framework_name(p.framework), p.dp, p.tp, p.pp, p.micro_batch, p.global_batch, ev.grad_accumulation,
-                     ev.grad_accumulation == 1 ? "" : "es", core::recompute_name(p.recompute),
+                     ev.grad_accumulation == 1 ? "" : "es",
+                     p.recompute_every > 1 ? fmt::format("{} every {} blocks", core::recompute_name(p.recompute), p.recompute_every)
+                                           : std::string(core::recompute_name(p.recompute)),
                      p.overlaps_comm() ? "on" : "off", p.flash_attention ? "on" : "off", core::algorithm_name(p.algorithm)) +
          (compression_line(p.compression).empty() ? "" : ", compressed: " + compression_line(p.compression)) +
          (p.float8.linear ? fmt::format(", float8 linears ({}{})", core::kFloat8RecipeNames[static_cast<std::size_t>(p.float8.recipe)],
@@ -543,6 +545,7 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
                {"global_batch", p.global_batch},
                {"grad_accumulation", ev.grad_accumulation},
                {"recompute", core::recompute_name(p.recompute)},
+               {"recompute_every", p.recompute_every},
                {"zero_stage", p.zero_stage},
                {"framework", core::framework_name(p.framework)},
                {"overlap_comm", p.overlaps_comm()},

@@ -517,7 +517,7 @@ std::string offload_device(const ConfigNode& o) {
 }
 
 core::PlanSpec parse_plan(const ConfigNode& n, PlanDeferred& later) {
-  n.expect_map({"dp", "tp", "pp", "micro_batch", "global_batch", "recompute", "zero_stage", "reduce_bucket",
+  n.expect_map({"dp", "tp", "pp", "micro_batch", "global_batch", "recompute", "recompute_every", "zero_stage", "reduce_bucket",
                 "allgather_bucket", "prefetch_bucket", "max_live_parameters", "max_reuse_distance", "persistence_threshold",
                 "ddp_bucket",
                 "overlap_comm",
@@ -538,6 +538,12 @@ core::PlanSpec parse_plan(const ConfigNode& n, PlanDeferred& later) {
   if (auto v = n.find("global_batch")) p.global_batch = v->as_positive_int();
   if (auto v = n.find("recompute")) {
     p.recompute = *core::parse_recompute(v->as_choice(core::kRecomputeNames));
+  }
+  if (auto v = n.find("recompute_every")) {
+    p.recompute_every = static_cast<int>(v->as_int(1, core::kMaxLayers));
+    if (p.recompute == core::Recompute::kNone && p.recompute_every > 1) {
+      v->fail("recompute_every chooses the blocks a recomputation applies to: set plan.recompute too");
+    }
   }
   if (auto v = n.find("zero_stage")) p.zero_stage = static_cast<int>(v->as_int(0, 3));
   if (auto v = n.find("reduce_bucket")) p.reduce_bucket = v->as_bytes();
@@ -1389,6 +1395,7 @@ std::string plan_to_yaml(const core::PlanSpec& p, const core::ClusterSpec& clust
   if (p.sequence_parallel) o += "sequence_parallel: true\n";
   o += fmt::format("micro_batch: {}\nglobal_batch: {}\nrecompute: {}\nflash_attention: {}\n", p.micro_batch,
                    p.global_batch, core::recompute_name(p.recompute), p.flash_attention);
+  if (p.recompute_every > 1) o += fmt::format("recompute_every: {}\n", p.recompute_every);
   o += fmt::format("zero_stage: {}\n", p.zero_stage);
   const auto& q = p.quantization;
   const auto& part = p.partition;

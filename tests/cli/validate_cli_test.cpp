@@ -39,7 +39,7 @@ TEST(Validate, EveryShippedSetRunsAndNoRowThatRanIsRefused) {
                                                {"offload-polaris", 24}, {"offload-single", 10}, {"seed-ratios", 0}, {"megatron-selene", 10},
                                                {"llm-runs-a100", 5}, {"h100-llama-steps", 36},
                                                {"h100-fsdp-steps", 12}, {"h100-deepspeed-fit", 33},
-                                               {"h100-deepspeed-steps", 36}, {"torchtitan-fsdp", 6},
+                                               {"h100-deepspeed-steps", 36}, {"torchtitan-fsdp", 8},
                                                {"mosaic-mpt-a100", 31}, {"mosaic-mpt-a100-long", 28},
                                                {"mosaic-mpt-h100", 77}, {"mosaic-mpt-a100-40gb", 78},
                                                {"zeropp-v100-fit", 2}, {"zeropp-v100", 10},

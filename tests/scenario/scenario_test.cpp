@@ -543,6 +543,10 @@ TEST(ScenarioPlan, Float8NeedsAnFp8DeviceAndFsdpForItsGathers) {
                {9, 46, "plan.float8.fsdp_all_gather", "recipe tensorwise"});
   expect_error(replace(kGood, "zero_stage: 3", "zero_stage: 3\n  float8: {recipe: tensorwise, fsdp_all_gather: true}"),
                {8, 49, "plan.float8.fsdp_all_gather", "framework fsdp"});
+  expect_error(replace(kGood, "zero_stage: 3", "zero_stage: 3\n  recompute_every: 2"),
+               {8, 20, "plan.recompute_every", "set plan.recompute too"});
+  EXPECT_EQ(parse_scenarios(replace(kGood, "zero_stage: 3", "zero_stage: 3\n  recompute: full\n  recompute_every: 2"), "s.yaml")
+                .at(0).plan.recompute_every, 2);
   expect_error(replace(kGood, "zero_stage: 3", "zero_stage: 3\n  cross_entropy: liger"),
                {8, 18, "plan.cross_entropy", "torch, fused, megatron"});
 }
@@ -596,6 +600,7 @@ TEST(ScenarioYamlDump, PlansRoundTripThroughTheirScenarioFile) {
       EXPECT_EQ(a.overlaps_comm(), b.overlaps_comm()) << where;
       EXPECT_EQ(a.framework, b.framework) << where;
       EXPECT_EQ(a.recompute, b.recompute) << where;
+      EXPECT_EQ(a.recompute_every, b.recompute_every) << where;
       EXPECT_EQ(a.model_code, b.model_code) << where;
       EXPECT_EQ(a.cross_entropy, b.cross_entropy) << where;
       EXPECT_EQ(a.float8.linear, b.float8.linear) << where;

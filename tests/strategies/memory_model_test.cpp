@@ -130,6 +130,27 @@ TEST(MemoryModel, TheLossCopyOfTheLogitsIsTheLargestTransient) {
               logits * 8.0 - costs.units[1].act_transient.value(), 1.0);
 }
 
+// Recomputation on every second block only (torchtitan's selective layer option): those blocks keep their input
+// and recompute, the others keep everything; memory and recomputed FLOPs fall between none and full.
+TEST(MemoryModel, RecomputingEverySecondBlockKeepsTheOthersWhole) {
+  core::ModelSpec m = gpt_block_model();
+  m.layers = 2;
+  core::PlanSpec p;
+  p.recompute = core::Recompute::kFull;
+  const ModelCosts full = compute_model_costs(m, p);
+  p.recompute_every = 2;
+  const ModelCosts half = compute_model_costs(m, p);
+  p.recompute = core::Recompute::kNone;
+  p.recompute_every = 1;
+  const ModelCosts none = compute_model_costs(m, p);
+  EXPECT_EQ(half.units[1].act_saved.value(), none.units[1].act_saved.value());  // block 0: kept whole
+  EXPECT_EQ(half.units[1].recompute_flops.value(), 0.0);
+  EXPECT_EQ(half.units[2].act_saved.value(), full.units[2].act_saved.value());  // block 1: recomputed
+  EXPECT_EQ(half.units[2].recompute_flops.value(), full.units[2].recompute_flops.value());
+  EXPECT_GT(half.hardware_flops_per_micro.value(), none.hardware_flops_per_micro.value());
+  EXPECT_LT(half.hardware_flops_per_micro.value(), full.hardware_flops_per_micro.value());
+}
+
 TEST(MemoryModel, ShardingNeverIncreasesModelStates) {
   for (int n : {1, 2, 8, 64, 1024}) {
     double prev = 1e300;
