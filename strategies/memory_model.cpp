@@ -165,8 +165,7 @@ MemoryBreakdown rank_memory(const core::ModelSpec& model, const core::ClusterSpe
 
 MemoryBreakdown estimate_memory(const core::ModelSpec& model, const core::ClusterSpec& cluster,
                                 const core::PlanSpec& plan, const ModelCosts& costs) {
-  const std::string mode = fmt::format("recompute {}, micro-batch {}", core::recompute_name(plan.recompute),
-                                       plan.micro_batch);
+  const std::string mode = fmt::format("recompute {}, micro-batch {}", plan.recompute_label(), plan.micro_batch);
   if (plan.pp <= 1) {
     // One micro-batch in flight: every unit's saved activations plus the largest transient: a recomputed one,
     // present while that unit's backward runs, or the loss's, while the head's forward runs (the last unit's: the

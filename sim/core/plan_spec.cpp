@@ -16,6 +16,12 @@ std::optional<Recompute> parse_recompute(std::string_view name) { return parse_n
 
 std::string_view model_code_name(ModelCode c) { return kModelCodeNames[static_cast<std::size_t>(c)]; }
 
+std::string PlanSpec::recompute_label() const {
+  std::string label(recompute_name(recompute));
+  if (recompute_every > 1) label += " every " + std::to_string(recompute_every) + " blocks";
+  return label;
+}
+
 std::string_view codec_name(Codec c) {
   switch (c) {
     case Codec::kNone: return "none";

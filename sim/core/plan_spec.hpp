@@ -186,6 +186,8 @@ struct PlanSpec {
   /// the blocks `recompute` applies to: every one (1), or each recompute_every-th, the others keeping all their
   /// activations (torchtitan's selective layer option: checkpoint_wrapper on every second TransformerBlock)
   int recompute_every = 1;
+  /** @brief The recomputation as reports name it: "full", or "full every 2 blocks". */
+  [[nodiscard]] std::string recompute_label() const;
   /** @brief Whether block `layer` (0-based) runs the plan's recomputation. */
   [[nodiscard]] bool recomputes_block(int layer) const { return (layer + 1) % recompute_every == 0; }
   int zero_stage = 0;  ///< 0 = plain data parallelism (DDP)

@@ -77,8 +77,7 @@ std::string plan_line(const scenario::Scenario& s, const scenario::Evaluation& e
                      "overlap {}, flash-attention {}, collectives {}",
                      ev.strategy, offload, core::framework_name(p.framework), p.dp, p.tp, p.pp, p.micro_batch, p.global_batch, ev.grad_accumulation,
                      ev.grad_accumulation == 1 ? "" : "es",
-                     p.recompute_every > 1 ? fmt::format("{} every {} blocks", core::recompute_name(p.recompute), p.recompute_every)
-                                           : std::string(core::recompute_name(p.recompute)),
+                     p.recompute_label(),
                      p.overlaps_comm() ? "on" : "off", p.flash_attention ? "on" : "off", core::algorithm_name(p.algorithm)) +
          (compression_line(p.compression).empty() ? "" : ", compressed: " + compression_line(p.compression)) +
          (p.float8.linear ? fmt::format(", float8 linears ({}{})", core::kFloat8RecipeNames[static_cast<std::size_t>(p.float8.recipe)],
