@@ -57,13 +57,14 @@ std::vector<GemmShape> block_matmul_sequence(const core::ModelSpec& model, const
 
 /** @brief What the float8 casts move for a block's linears (Float8Spec), per micro-batch on one rank, as streaming
  *  passes. Transformer Engine's delayed scaling: each linear's input and weight forward and output gradient
- *  backward in one cast-transpose each ((e + 2) bytes per element). torchao's tensorwise, eager: each linear reads its input for the max-abs and again to write it in fp8
- *  (5 bytes per 16-bit element, two kernels), its weight likewise (unless the FSDP gather brings it cast); backward,
- *  its output gradient likewise, and the fp8 weight, output gradient and input copied once more into the layouts the
- *  data- and weight-gradient GEMMs take (2 bytes per element; five kernels). Compiled (fused model code: Inductor):
- *  the max-abs fuses into the kernel that produces the tensor, linears that share an input (q, k, v; gate and up)
- *  cast it once, and each cast writes both layouts (4 bytes per element); weights, read from memory, keep their own
- *  max-abs pass (5 bytes) and their transposed copy (2 bytes). Zero without float8. */
+ *  backward in one cast-transpose each ((e + 2) bytes per element). torchao's tensorwise, eager: each linear reads
+ *  its input for the max-abs and again to write it in fp8 (5 bytes per 16-bit element, two kernels), its weight
+ *  likewise (unless the FSDP gather brings it cast); backward, its output gradient likewise, and the fp8 weight,
+ *  output gradient and input copied once more into the layouts the data- and weight-gradient GEMMs take (2 bytes
+ *  per element; five kernels). Compiled (fused model code: Inductor): the max-abs fuses into the kernel that
+ *  produces the tensor, linears that share an input (q, k, v; gate and up) cast it once, and each cast writes both
+ *  layouts (4 bytes per element); weights, read from memory, keep their own max-abs pass (5 bytes) and their
+ *  transposed copy (2 bytes). Zero without float8. */
 struct Float8Casts {
   double forward_bytes = 0.0;
   int forward_kernels = 0;

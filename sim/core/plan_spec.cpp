@@ -2,18 +2,6 @@
 
 namespace shardsim::core {
 
-std::string_view recompute_name(Recompute r) {
-  switch (r) {
-    case Recompute::kNone: return "none";
-    case Recompute::kSelective: return "selective";
-    case Recompute::kSelectiveOp: return "selective-op";
-    case Recompute::kFull: return "full";
-  }
-  return "?";
-}
-
-std::optional<Recompute> parse_recompute(std::string_view name) { return parse_named<Recompute>(kRecomputeNames, name); }
-
 std::string_view model_code_name(ModelCode c) { return kModelCodeNames[static_cast<std::size_t>(c)]; }
 
 std::string PlanSpec::recompute_label() const {

@@ -57,11 +57,9 @@ std::optional<E> parse_named(const std::string_view (&names)[N], std::string_vie
   return std::nullopt;
 }
 
-std::string_view recompute_name(Recompute r);
-/** @brief The recomputation recompute_name() spells `name`, or nullopt. */
-std::optional<Recompute> parse_recompute(std::string_view name);
-/// the spellings parse_recompute accepts, in enum order
+/// the spellings of Recompute, in enum order
 inline constexpr std::string_view kRecomputeNames[] = {"none", "selective", "selective-op", "full"};
+inline std::string_view recompute_name(Recompute r) { return kRecomputeNames[static_cast<std::size_t>(r)]; }
 /// the spellings of ModelCode, in enum order
 inline constexpr std::string_view kModelCodeNames[] = {"huggingface", "megatron", "fused"};
 /// How the loss's cross-entropy runs over the logits. kTorch: F.cross_entropy on an fp32 copy of the logits
@@ -121,9 +119,6 @@ struct CompressionPlan {
 };
 std::string_view codec_name(Codec c);
 
-/** @brief ZeRO-Offload of the optimizer (DeepSpeed offload_optimizer, device cpu): reduced gradients go to
- *  the host, Adam runs on the CPU, updated fp16 parameters come back. `ratio` is the fraction of the optimizer
- *  shard updated on the CPU (the rest stays on the GPU, as DeepSpeed's Twin-Flow does). */
 /// Float8 training of the transformer blocks' linear layers as torchao runs it (torchao.float8 Float8Linear with
 /// tensorwise dynamic scaling, pytorch/ao@eab345c torchao/float8/float8_linear.py; torchtitan converts every linear
 /// but the output layer): each linear casts its input and weight to e4m3 (a max-abs pass and a cast pass over each)
@@ -134,6 +129,7 @@ std::string_view codec_name(Codec c);
 /// one fused cast-transpose kernel that writes both layouts and records the amax as it goes).
 enum class Float8Recipe { kTensorwise, kDelayed };
 inline constexpr std::string_view kFloat8RecipeNames[] = {"tensorwise", "delayed"};
+inline std::string_view float8_recipe_name(Float8Recipe r) { return kFloat8RecipeNames[static_cast<std::size_t>(r)]; }
 struct Float8Spec {
   bool linear = false;
   Float8Recipe recipe = Float8Recipe::kTensorwise;
@@ -142,6 +138,9 @@ struct Float8Spec {
   bool all_gather = false;
 };
 
+/** @brief ZeRO-Offload of the optimizer (DeepSpeed offload_optimizer, device cpu): reduced gradients go to
+ *  the host, Adam runs on the CPU, updated fp16 parameters come back. `ratio` is the fraction of the optimizer
+ *  shard updated on the CPU (the rest stays on the GPU, as DeepSpeed's Twin-Flow does). */
 struct OffloadSpec {
   bool optimizer = false;
   double ratio = 1.0;

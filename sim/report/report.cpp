@@ -80,7 +80,7 @@ std::string plan_line(const scenario::Scenario& s, const scenario::Evaluation& e
                      p.recompute_label(),
                      p.overlaps_comm() ? "on" : "off", p.flash_attention ? "on" : "off", core::algorithm_name(p.algorithm)) +
          (compression_line(p.compression).empty() ? "" : ", compressed: " + compression_line(p.compression)) +
-         (p.float8.linear ? fmt::format(", float8 linears ({}{})", core::kFloat8RecipeNames[static_cast<std::size_t>(p.float8.recipe)],
+         (p.float8.linear ? fmt::format(", float8 linears ({}{})", core::float8_recipe_name(p.float8.recipe),
                                         p.float8.all_gather ? ", fp8 gathers" : "")
                           : "") +
          fmt::format(", model code {}, loss {}", core::model_code_name(p.code_in_use()),
@@ -554,7 +554,7 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
                {"model_code", core::model_code_name(p.code_in_use())},
                {"cross_entropy", core::cross_entropy_name(p.loss_kernel())},
                {"float8", {{"linear", p.float8.linear},
-                           {"recipe", core::kFloat8RecipeNames[static_cast<std::size_t>(p.float8.recipe)]},
+                           {"recipe", core::float8_recipe_name(p.float8.recipe)},
                            {"fsdp_all_gather", p.float8.all_gather}}}};
   if (const auto f = deepspeed_fetches(s, ev)) {
     j["plan"]["deepspeed_fetches"] = {{"all_gathers_per_micro_batch", f->gathers},

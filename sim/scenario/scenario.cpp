@@ -507,6 +507,12 @@ struct PlanDeferred {
       offload_param, sub_group, delayed_update, grad_accum_dtype, float8;
 };
 
+// The value of enum E that `n` names, one of `names` (listed in enum order); an error at `n` otherwise.
+template <class E, std::size_t N>
+E named(const ConfigNode& n, const std::string_view (&names)[N]) {
+  return *core::parse_named<E>(names, n.as_choice(names));
+}
+
 // An offload map's device: cpu, nvme (ZeRO-Infinity's swap files) or none. Pinned or not, the copies run at the
 // host link's rate here.
 std::string offload_device(const ConfigNode& o) {
@@ -537,7 +543,7 @@ core::PlanSpec parse_plan(const ConfigNode& n, PlanDeferred& later) {
   if (auto v = n.find("sequence_parallel")) p.sequence_parallel = v->as_bool();
   if (auto v = n.find("global_batch")) p.global_batch = v->as_positive_int();
   if (auto v = n.find("recompute")) {
-    p.recompute = *core::parse_recompute(v->as_choice(core::kRecomputeNames));
+    p.recompute = named<core::Recompute>(*v, core::kRecomputeNames);
   }
   if (auto v = n.find("recompute_every")) {
     p.recompute_every = static_cast<int>(v->as_int(1, core::kMaxLayers));
@@ -565,17 +571,15 @@ core::PlanSpec parse_plan(const ConfigNode& n, PlanDeferred& later) {
     p.framework = *core::parse_framework(v->as_choice({"deepspeed", "fsdp", "megatron"}));
   }
   if (auto v = n.find("model_code")) {
-    p.model_code = core::parse_named<core::ModelCode>(core::kModelCodeNames, v->as_choice(core::kModelCodeNames));
+    p.model_code = named<core::ModelCode>(*v, core::kModelCodeNames);
   }
   if (auto v = n.find("cross_entropy")) {
-    p.cross_entropy =
-        core::parse_named<core::CrossEntropy>(core::kCrossEntropyNames, v->as_choice(core::kCrossEntropyNames));
+    p.cross_entropy = named<core::CrossEntropy>(*v, core::kCrossEntropyNames);
   }
   if (auto v = n.find("shared_dp_group")) p.shared_dp_group = v->as_bool();
   if (auto v = n.find("float8")) {
     v->expect_map({"recipe", "fsdp_all_gather"});
-    p.float8.recipe =
-        *core::parse_named<core::Float8Recipe>(core::kFloat8RecipeNames, v->get("recipe").as_choice(core::kFloat8RecipeNames));
+    p.float8.recipe = named<core::Float8Recipe>(v->get("recipe"), core::kFloat8RecipeNames);
     p.float8.linear = true;
     if (auto a = v->find("fsdp_all_gather")) p.float8.all_gather = a->as_bool();
     later.float8 = v;
@@ -974,7 +978,7 @@ SearchSettings parse_search(const ConfigNode& n, const core::ClusterSpec& c) {
   }
   if (auto v = n.find("recompute")) {
     for (const auto& it : v->items()) {
-      st.recompute.push_back(*core::parse_recompute(it.as_choice(core::kRecomputeNames)));
+      st.recompute.push_back(named<core::Recompute>(it, core::kRecomputeNames));
     }
   }
   if (auto v = n.find("shard_factors")) {
@@ -1423,7 +1427,7 @@ std::string plan_to_yaml(const core::PlanSpec& p, const core::ClusterSpec& clust
   }
   if (p.float8.linear) {
     o += fmt::format("float8: {{recipe: {}, fsdp_all_gather: {}}}\n",
-                     core::kFloat8RecipeNames[static_cast<std::size_t>(p.float8.recipe)], p.float8.all_gather);
+                     core::float8_recipe_name(p.float8.recipe), p.float8.all_gather);
   }
   if (p.cross_entropy) {
     o += fmt::format("cross_entropy: {}\n", core::cross_entropy_name(*p.cross_entropy));
