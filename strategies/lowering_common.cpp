@@ -92,8 +92,7 @@ double host_block_time(const core::HostSpec& host, const UnitCost& c, graph::Pha
   if (!c.block) return 0.0;
   const BlockHostTimes t = block_host_times(host, plan);
   if (phase == graph::Phase::kForward) return t.forward.value();
-  const bool recomputed = c.recompute_flops.value() > 0.0 || c.recompute_mem.value() > 0.0;
-  return t.backward.value() + (recomputed && core::reruns_block_forward(plan.recompute) ? t.forward.value() : 0.0);
+  return t.backward.value() + (c.recomputes() && core::reruns_block_forward(plan.recompute) ? t.forward.value() : 0.0);
 }
 
 void apply_compression(graph::TaskGraph& g, const core::PlanSpec& plan) {

@@ -117,8 +117,8 @@ struct BlockHostTimes {
 BlockHostTimes block_host_times(const core::HostSpec& host, const core::PlanSpec& plan);
 
 /** @brief The framework thread's time to run unit `c` eagerly in `phase` (forward, or backward with the forward
- *  again where recomputation reruns it: full, and the op-level policy): the host's per-block times for a transformer block of the plan's model code
- *  (block_host_times), nothing for the embedding and the head. */
+ *  again where the unit's recomputation reruns it: full, and the op-level policy): the host's per-block times for
+ *  a transformer block of the plan's model code (block_host_times), nothing for the embedding and the head. */
 double host_block_time(const core::HostSpec& host, const UnitCost& c, graph::Phase phase, const core::PlanSpec& plan);
 
 /** @brief Copies the plan's compression (per parallel dimension) into the graph's per-purpose codec costs. */

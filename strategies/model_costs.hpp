@@ -48,6 +48,8 @@ struct UnitCost {
   int gathered_modules = 1;
   int tensors = 1;            ///< parameter tensors in them (weights, biases, norm scales and shifts)
   bool block = false;         ///< a transformer block (not the embedding or the head)
+  /** @brief Whether this unit's backward first recomputes part of its forward. */
+  [[nodiscard]] bool recomputes() const { return recompute_flops.value() > 0.0 || recompute_mem.value() > 0.0; }
   /// its weight matrices and embedding tables by size (norms and biases, a hidden's length, left out): what
   /// depends on one tensor's size, such as how the host allocates a temporary of it
   std::array<TensorGroup, 3> weights{};

@@ -504,7 +504,7 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
       const std::optional<TaskId> ready = bwd_ready[static_cast<std::size_t>(u)];
       TaskId wait_on = 0;
       const bool must_wait = reduce_now && buckets.must_wait(wait_on);
-      const bool recompute = c.recompute_flops.value() > 0.0 || c.recompute_mem.value() > 0.0;
+      const bool recompute = c.recomputes();
       if (recompute) {
         const TaskId r =
             g.add_compute(role, Phase::kRecompute, u, mb, c.recompute_flops, c.recompute_mem, c.recompute_time);

@@ -160,7 +160,7 @@ void PipelineStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) const
       const auto h = host_work(c, Phase::kBackward, u, op.micro);
       TaskId wait_on = 0;
       const bool must_wait = reduce && bk.must_wait(wait_on);
-      const bool recompute = c.recompute_flops.value() > 0.0 || c.recompute_mem.value() > 0.0;
+      const bool recompute = c.recomputes();
       if (recompute) {
         const TaskId r =
             g.add_compute(role, Phase::kRecompute, u, op.micro, c.recompute_flops, c.recompute_mem, c.recompute_time);
