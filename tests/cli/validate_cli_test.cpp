@@ -65,7 +65,7 @@ TEST(Validate, EveryShippedSetRunsAndNoRowThatRanIsRefused) {
   }
   EXPECT_EQ(refused, static_cast<int>(known_refused.size()));
   // The collective benchmarks come with the whole suite: every file, its rows, a summary of those rows.
-  ASSERT_EQ(j["collective_checks"].size(), 27u);
+  ASSERT_EQ(j["collective_checks"].size(), 37u);
   for (const auto& c : j["collective_checks"]) {
     ASSERT_GT(c["rows"].size(), 0u) << c["file"];
     double worst = 0.0;
@@ -108,7 +108,9 @@ TEST(Validate, PaperClaims) {
       // Polaris (1.03x with RCCL's own table); 1.035x once ZeRO-3 prefetches as DeepSpeed's coordinator does
       // (coalesced gathers: fewer ring latencies over 384 ranks; the end of the forward kept for the backward);
       // 1.07x with the GCD's compute slowed beside RCCL's kernels as the H100's beside NCCL's (not assumed).
-      {"frontier-zeropp-over-zero3", {false, 1.035}},
+      // 1.066x and inside the band once RCCL's network is the fit to LUMI-G's all-reduce (faster LL steps, slower
+      // Simple ones, 2.5x its table's in-node hops: 336 of them in each 384-rank ring).
+      {"frontier-zeropp-over-zero3", {true, 0}},
       {"frontier-3level-over-zeropp", {false, 1.000}},
       {"frontier-3level-scaling", {true, 0}},
       // Lassen (arXiv 2409.02423): naive compression +22.5%, hybrid +17.3% TFLOPS/GPU.

@@ -26,7 +26,7 @@ std::string write_temp(const std::string& name, const std::string& text) {
 
 TEST(CollectiveChecks, ShippedBenchmarksNameTheirMachineAndForcedSettings) {
   const auto checks = load_collective_checks(data_dir());
-  ASSERT_EQ(checks.size(), 27u);
+  ASSERT_EQ(checks.size(), 37u);
   auto named = [&](const std::string& file) -> const CollectiveCheck& {
     for (const auto& c : checks) {
       if (fs::path(c.path).filename() == file) return c;
@@ -72,6 +72,23 @@ TEST(CollectiveChecks, ShippedBenchmarksNameTheirMachineAndForcedSettings) {
   EXPECT_EQ(r512[0].bytes, r32[0].bytes);  // 64 KiB, the smallest size kept
   EXPECT_GT(r512[0].measured_s, 10.0 * r32[0].measured_s);
   EXPECT_GT(r512[0].predicted_s, 10.0 * r32[0].predicted_s);
+  // LUMI-G's RCCL all-reduce (Frontier's node), 8 to 512 GCDs: the 1- and 8-node files are what Frontier's RCCL network
+  // was fitted to. A one-byte all-reduce is a tree's, its time growing with the log of the nodes (143-151 us on 512
+  // GCDs, 99 on 64), measured and predicted alike.
+  const auto& l512 = named("lumi_64x8_all_reduce.txt");
+  const auto& l64 = named("lumi_8x8_all_reduce.txt");
+  EXPECT_EQ(l64.role, "fit");
+  EXPECT_EQ(l512.role, "check");
+  EXPECT_EQ(l512.cluster, "frontier");
+  EXPECT_EQ(l512.ranks, 512);
+  EXPECT_EQ(l512.samples.size(), 13u);
+  const auto q512 = predict_collective_check(l512);
+  const auto q64 = predict_collective_check(l64);
+  EXPECT_EQ(q512[0].bytes, 1.0);
+  EXPECT_EQ(q512[0].algorithm, "tree");
+  EXPECT_LT(q512[0].measured_s, 2.0 * q64[0].measured_s);
+  EXPECT_LT(q512[0].predicted_s, 2.0 * q64[0].predicted_s);
+  EXPECT_GT(q512[0].predicted_s, q64[0].predicted_s);
 }
 
 // One cluster's runs with 2, 4 and 8 GPUs of each of its 10 nodes: per_node= places the ranks as the run did

@@ -126,6 +126,45 @@ TEST(CollectiveRuns, ThePolarisSlingshotStepsAreTheFitToAlcfsNcclTests) {
   EXPECT_LT(f.check_after.mean_abs, 0.6 * f.check_before.mean_abs);
 }
 
+// RCCL on a Frontier-class node: its network steps (LL, Simple), its share of each Slingshot NIC and the scale of its
+// table's base and in-node hops are the fit to RCCL's all-reduce on 1 and 8 LUMI-G nodes (the files marked role=fit),
+// from RCCL's own table and the NICs' 25 GB/s; the 4- to 64-node runs are held out and come out better too.
+TEST(CollectiveRuns, TheFrontierRcclNetworkIsTheFitToLumisAllReduce) {
+  const std::string dir = std::string(SHARDSIM_SOURCE_DIR) + "/validate/data/collectives";
+  std::vector<CollectiveSample> samples;
+  for (const auto& c : load_collective_checks(dir)) {
+    if (c.cluster != "frontier" || c.path.find("lumi_") == std::string::npos) continue;
+    auto more = tagged_samples(c);
+    samples.insert(samples.end(), more.begin(), more.end());
+  }
+  ASSERT_EQ(samples.size(), 78u);
+  ASSERT_EQ(std::count_if(samples.begin(), samples.end(), [](const auto& c) { return !c.check; }), 26);
+  scenario::Scenario machine;
+  machine.cluster = *topology::find_cluster_preset("frontier");
+  machine.cluster.nodes = 64;
+  auto& nic = machine.cluster.levels[2];
+  ASSERT_EQ(nic.name, "slingshot");
+  auto& lib = machine.cluster.library;
+  const double fitted_bw = nic.link_bandwidth.value();
+  const auto fitted_steps = lib.net_step_s;
+  const double fitted_scale = lib.latency_scale;
+  nic.link_bandwidth = core::BytesPerSec(25e9);
+  lib.net_step_s = {-1.0, -1.0, -1.0};
+  lib.latency_scale = 1.0;
+  const auto f = fit_collectives(samples, machine,
+                                 {"collectives.latency_scale", "collectives.net_step.LL", "collectives.net_step.Simple",
+                                  "network.slingshot.bandwidth"});
+  EXPECT_TRUE(f.fit.converged) << f.fit.message;
+  EXPECT_NEAR(f.fit.values[0] / fitted_scale, 1.0, 0.005) << "refit the preset: latency scale " << f.fit.values[0];
+  EXPECT_NEAR(f.fit.values[1] / fitted_steps[0], 1.0, 0.005) << "refit the preset: LL step " << f.fit.values[1];
+  EXPECT_NEAR(f.fit.values[2] / fitted_steps[2], 1.0, 0.005) << "refit the preset: Simple step " << f.fit.values[2];
+  EXPECT_NEAR(f.fit.values[3] / fitted_bw, 1.0, 0.005) << "refit the preset: bandwidth " << f.fit.values[3];
+  EXPECT_LT(fitted_steps[1], 0.0);  // LL128: off on the GCD
+  EXPECT_LT(f.fit_after.mean_abs, 0.6 * f.fit_before.mean_abs) << f.fit_before.mean_abs << " -> " << f.fit_after.mean_abs;
+  EXPECT_LT(f.check_after.mean_abs, 0.85 * f.check_before.mean_abs)
+      << f.check_before.mean_abs << " -> " << f.check_after.mean_abs;
+}
+
 // NCCL without its network plugin on Polaris (ALCF's setup (1): TCP sockets) is the machine in
 // machines/polaris-tcp.yaml: its LL128 network step and NIC share are the fit to the 8-node setup-(1) runs, from the
 // plugin's values; the 2- and 128-node runs are held out and come out better too.

@@ -60,9 +60,10 @@ TEST(ModelParameters, FrontierNamesEveryLevelWithItsSource) {
 
   const ModelParameter& nic = named(ps, "network.slingshot.bandwidth");
   EXPECT_EQ(nic.unit, "B/s");
-  EXPECT_EQ(nic.source, "F1, F2 (25 GB/s NIC per 2 GCDs); 18.6 GB/s through libfabric as fitted on Polaris; latency [guess]");
-  EXPECT_DOUBLE_EQ(nic.lower, 1.862e9);  // 0.1x .. 1x of the preset's 18.62 GB/s
-  EXPECT_DOUBLE_EQ(nic.upper, 18.62e9);
+  EXPECT_EQ(nic.source,
+            "F1, F2 (25 GB/s NIC per 2 GCDs); 22.8 GB/s through libfabric as fitted on LUMI-G's RCCL; latency [guess]");
+  EXPECT_DOUBLE_EQ(nic.lower, 2.279958043e9);  // 0.1x .. 1x of the preset's 22.8 GB/s
+  EXPECT_DOUBLE_EQ(nic.upper, 22.79958043e9);
   const ModelParameter& lat = named(ps, "network.slingshot.latency");
   EXPECT_EQ(lat.unit, "s");
   EXPECT_EQ(lat.source, "[guess]");
