@@ -165,6 +165,41 @@ TEST(CollectiveRuns, TheFrontierRcclNetworkIsTheFitToLumisAllReduce) {
       << f.check_before.mean_abs << " -> " << f.check_after.mean_abs;
 }
 
+// NCCL on CSCS Alps's GH200 nodes (machines/alps-gh200.yaml): its LL and LL128 network steps, its share of each NIC
+// and its latency scale are the fit to the 1- and 8-node all-reduces, from Polaris's steps; the 4- to 512-node runs
+// (16 to 2,048 GPUs) are held out and come out better too.
+TEST(CollectiveRuns, AlpsIsTheFitToItsOneAndEightNodeAllReduce) {
+  const std::string dir = std::string(SHARDSIM_SOURCE_DIR) + "/validate/data/collectives";
+  std::vector<CollectiveSample> samples;
+  for (const auto& c : load_collective_checks(dir)) {
+    if (c.cluster != "machines/alps-gh200.yaml") continue;
+    auto more = tagged_samples(c);
+    samples.insert(samples.end(), more.begin(), more.end());
+  }
+  ASSERT_EQ(samples.size(), 113u);
+  ASSERT_EQ(std::count_if(samples.begin(), samples.end(), [](const auto& c) { return !c.check; }), 26);
+  scenario::Scenario machine = scenario::load_scenarios(dir + "/machines/alps-gh200.yaml").at(0);
+  auto& nic = machine.cluster.levels[1];
+  auto& lib = machine.cluster.library;
+  const double fitted_bw = nic.link_bandwidth.value();
+  const auto fitted_steps = lib.net_step_s;
+  const double fitted_scale = lib.latency_scale;
+  nic.link_bandwidth = core::BytesPerSec(25e9);
+  lib.net_step_s = {26.26e-6, 72.43e-6, -1.0};  // Polaris's
+  lib.latency_scale = 1.9145;                   // the A100's
+  const auto f = fit_collectives(samples, machine,
+                                 {"collectives.latency_scale", "collectives.net_step.LL", "collectives.net_step.LL128",
+                                  "network.slingshot.bandwidth"});
+  EXPECT_TRUE(f.fit.converged) << f.fit.message;
+  EXPECT_NEAR(f.fit.values[0] / fitted_scale, 1.0, 0.005) << "refit the machine: latency scale " << f.fit.values[0];
+  EXPECT_NEAR(f.fit.values[1] / fitted_steps[0], 1.0, 0.005) << "refit the machine: LL step " << f.fit.values[1];
+  EXPECT_NEAR(f.fit.values[2] / fitted_steps[1], 1.0, 0.005) << "refit the machine: LL128 step " << f.fit.values[2];
+  EXPECT_NEAR(f.fit.values[3] / fitted_bw, 1.0, 0.005) << "refit the machine: bandwidth " << f.fit.values[3];
+  EXPECT_LT(fitted_steps[2], 0.0);  // Simple: NCCL's table
+  EXPECT_LT(f.fit_after.mean_abs, 0.3 * f.fit_before.mean_abs);
+  EXPECT_LT(f.check_after.mean_abs, 0.3 * f.check_before.mean_abs);
+}
+
 // NCCL without its network plugin on Polaris (ALCF's setup (1): TCP sockets) is the machine in
 // machines/polaris-tcp.yaml: its LL128 network step and NIC share are the fit to the 8-node setup-(1) runs, from the
 // plugin's values; the 2- and 128-node runs are held out and come out better too.
