@@ -51,16 +51,17 @@ constexpr double kOfiSlingshotStepLL = 26.26e-6;
 constexpr double kOfiSlingshotStepLL128 = 72.43e-6;
 constexpr double kPolarisSlingshotBandwidth = 18.62;  // GB/s per NIC
 // What RCCL gets of a Frontier-class node (4 MI250X = 8 GCDs, 4 Slingshot-11 NICs) through libfabric's CXI provider
-// and aws-ofi-rccl: a network step of 5.97 us under LL and 23.3 us under Simple, 22.8 GB/s of each 25 GB/s NIC, and
-// 2.49 times its table's base and in-node hops. Fitted (shardsim calibrate --collectives
+// and aws-ofi-rccl: a tree hop of 5.96 us under LL and 23.3 us under Simple, 22.6 GB/s of each 25 GB/s NIC, and 2.49
+// times its table's base and in-node hops. Fitted (shardsim calibrate --collectives
 // validate/data/collectives/lumi_*x8_all_reduce.txt --cluster frontier --fit collectives.latency_scale,
-// collectives.net_step.LL,collectives.net_step.Simple,network.slingshot.bandwidth) to RCCL's all-reduce on 1 and 8
-// LUMI-G nodes, the same node as Frontier's (De Sensi et al., SC24: the files marked role=fit; 53.4% -> 15.3% mean
-// error there), the 4-, 16-, 32- and 64-node runs held out (70.5% -> 20.2%). A test refits.
-constexpr double kRcclSlingshotLatencyScale = 2.490680542;
-constexpr double kRcclSlingshotStepLL = 5.973890772e-6;
-constexpr double kRcclSlingshotStepSimple = 23.30857603e-6;
-constexpr double kRcclSlingshotBandwidth = 22.79958043;  // GB/s per NIC
+// collectives.tree_step.LL,collectives.tree_step.Simple,network.slingshot.bandwidth) to RCCL's all-reduce on 1 and 8
+// LUMI-G nodes, the same node as Frontier's (De Sensi et al., SC24: the files marked role=fit; 52% -> 15% mean error
+// there), the 4-, 16-, 32- and 64-node runs held out (68% -> 20%). A test refits. An all-reduce's small and mid sizes
+// are trees', its large ones rings' at their bandwidth: a ring's network step is not identifiable from them.
+constexpr double kRcclSlingshotLatencyScale = 2.492559569;
+constexpr double kRcclSlingshotTreeLL = 5.962377673e-6;
+constexpr double kRcclSlingshotTreeSimple = 23.25798937e-6;
+constexpr double kRcclSlingshotBandwidth = 22.61989578;  // GB/s per NIC
 
 // NCCL 2.18's tuning model (engine/collective_library.hpp) on a machine of GPU generation `g`.
 Library nccl(Library::Generation g, bool amd_host, Library::IntraLink intra, const char* source) {
@@ -143,23 +144,28 @@ core::ClusterSpec make_frontier() {
       // 4 Slingshot-11 NICs of 25 GB/s per node, each attached to one GCD of a pair (F1, F2); what RCCL gets of
       // each through libfabric, as fitted on LUMI-G (kRcclSlingshotBandwidth).
       level("slingshot", 9408 * 8, kRcclSlingshotBandwidth, 2, 5.0,
-            "F1, F2 (25 GB/s NIC per 2 GCDs); 22.8 GB/s through libfabric as fitted on LUMI-G's RCCL; latency [guess]"),
+            "F1, F2 (25 GB/s NIC per 2 GCDs); 22.6 GB/s through libfabric as fitted on LUMI-G's RCCL; latency [guess]"),
   };
-  c.library.net_step_s = {kRcclSlingshotStepLL, -1.0, kRcclSlingshotStepSimple};
+  c.library.net_step_s = {kOfiSlingshotStepLL, -1.0, -1.0};
+  c.library.tree_step_s = {kRcclSlingshotTreeLL, -1.0, kRcclSlingshotTreeSimple};
   c.library.latency_scale = kRcclSlingshotLatencyScale;
   // RCCL's default tuning model (ROCm/rccl@0cbce2a7 tuning_model_0: which model RCCL picks for this node is not
   // known [guess]); Infinity Fabric counts as NVLink-class, the hosts are AMD EPYC (F1); LL128 off, as RCCL has it
   // on gfx90a only where its system model enables it [guess]. RCCL reaches Slingshot-11 through libfabric's CXI
-  // provider and the OFI plugin (aws-ofi-rccl); its network steps, its share of each NIC and its in-node latency are
-  // the fit to RCCL's all-reduce on LUMI-G, whose node is Frontier's (kRcclSlingshot*, above). The one assumption
-  // left: that RCCL on Frontier runs as it ran on LUMI in 2024 (LUMI/22.08's plugin); Frontier's own RCCL all-reduce
-  // of 2025 at 256-2,048 GCDs (frontier_*_all_reduce.txt) is held out.
+  // provider and the OFI plugin (aws-ofi-rccl). Its tree hops, its share of each NIC and its in-node latency are the
+  // fit to RCCL's all-reduce on LUMI-G, whose node is Frontier's (kRcclSlingshot*, above). Its rings' network steps,
+  // which those all-reduces cannot show, are the one assumption: under LL what a ring step through the same transport
+  // was measured to take on Polaris (kOfiSlingshotStepLL, 26 us; Kestrel's NCCL 2.21 all-gathers imply 26-37 us),
+  // under Simple RCCL's table. On Slingshot a ring's step costs several tree hops: Polaris's NCCL 2.18 paid ~25 us for
+  // both, Alps's and Kestrel's newer NCCL ~5.6 us per tree hop (validate/data/collectives/machines). Frontier's own
+  // RCCL all-reduce of 2025 at 256-2,048 GCDs (frontier_*_all_reduce.txt) is held out.
   c.library.family = Library::Family::kRccl;
   c.library.amd_host = true;
   c.library.protocols = {true, false, true};
   c.library.source =
-      "RCCL tuning model 0 (ROCm/rccl@0cbce2a7 src/graph/tuning.cc); LL128 off [guess]; network steps, NIC share and "
-      "latency scale fitted on LUMI-G's RCCL all-reduce (De Sensi et al., SC24)";
+      "RCCL tuning model 0 (ROCm/rccl@0cbce2a7 src/graph/tuning.cc); LL128 off [guess]; tree hops, NIC share and latency "
+      "scale fitted on LUMI-G's RCCL all-reduce (De Sensi et al., SC24); ring LL steps as measured on Polaris (one "
+      "assumption)";
   return c;
 }
 

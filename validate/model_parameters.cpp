@@ -57,6 +57,14 @@ template <int P>
 void set_net_step(Scenario& s, const std::string&, double v) {
   s.cluster.library.net_step_s[P] = v;
 }
+template <int P>
+double tree_step(const Scenario& s, const std::string&) {
+  return engine::tree_step_s(s.cluster.library, static_cast<engine::Protocol>(P));
+}
+template <int P>
+void set_tree_step(Scenario& s, const std::string&, double v) {
+  s.cluster.library.tree_step_s[P] = v;
+}
 std::string megatron_source(const Scenario&, const std::string&) {
   return "fitted on vtrain-single (Megatron-DeepSpeed on DGX A100 hosts)";
 }
@@ -90,8 +98,8 @@ void set_host_value(Scenario& s, const std::string&, double v) {
 constexpr double kMinScale = core::CollectiveLibrarySpec::kMinLatencyScale;
 constexpr double kMaxScale = core::CollectiveLibrarySpec::kMaxLatencyScale;
 
-const std::array<Kind, 30>& kinds() {
-  static const std::array<Kind, 30> kKinds = {{
+const std::array<Kind, 33>& kinds() {
+  static const std::array<Kind, 33> kKinds = {{
       {"device.gemm_efficiency", "", true, false, 0.2, 0.95, efficiency_source,
        [](const Scenario& s, const std::string&) { return s.cluster.device.gemm_efficiency; },
        [](Scenario& s, const std::string&, double v) { s.cluster.device.gemm_efficiency = v; }},
@@ -181,6 +189,13 @@ const std::array<Kind, 30>& kinds() {
       {"collectives.net_step.LL", "s", true, false, 0.5e-6, 500e-6, library_source, net_step<0>, set_net_step<0>},
       {"collectives.net_step.LL128", "s", true, false, 0.5e-6, 500e-6, library_source, net_step<1>, set_net_step<1>},
       {"collectives.net_step.Simple", "s", true, false, 0.5e-6, 500e-6, library_source, net_step<2>, set_net_step<2>},
+      // One network hop of a tree (an all-reduce's up and down), which the same transport may carry faster than a
+      // ring's step.
+      {"collectives.tree_step.LL", "s", true, false, 0.5e-6, 500e-6, library_source, tree_step<0>, set_tree_step<0>},
+      {"collectives.tree_step.LL128", "s", true, false, 0.5e-6, 500e-6, library_source, tree_step<1>,
+       set_tree_step<1>},
+      {"collectives.tree_step.Simple", "s", true, false, 0.5e-6, 500e-6, library_source, tree_step<2>,
+       set_tree_step<2>},
       {"device.runtime_reserved", "B", false, false, 0.0, 4.0 * core::kGiB,
        [](const Scenario&, const std::string&) { return std::string("[guess] runtime context and communicator buffers"); },
        [](const Scenario& s, const std::string&) { return s.cluster.device.runtime_reserved.value(); },

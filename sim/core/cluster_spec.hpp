@@ -281,6 +281,11 @@ struct CollectiveLibrarySpec {
   /// the table was tuned on (libfabric's OFI plugin on Slingshot), it is what sets the latency of a ring across
   /// many nodes.
   std::array<double, 3> net_step_s{-1.0, -1.0, -1.0};
+  /// measured time of one network hop of a tree per protocol, seconds; negative: the ring's step (net_step_s) where
+  /// that is measured, else the table's tree hop x net_latency_scale. Rings and trees pay different network steps
+  /// through the same transport: on Slingshot-11 through libfabric a small all-reduce's tree hop costs ~5-6 us
+  /// (Alps's NCCL, LUMI's RCCL) where a ring all-gather's step costs 26-37 us (Polaris, Kestrel).
+  std::array<double, 3> tree_step_s{-1.0, -1.0, -1.0};
   /// the range a latency scale may take (a scenario's, a calibration's)
   static constexpr double kMinLatencyScale = 0.25;
   static constexpr double kMaxLatencyScale = 10.0;

@@ -97,6 +97,15 @@ double network_step_s(const CollectiveLibrarySpec& lib, Protocol p) {
   return t.hop_us[kNet][kRing][pi] * lib.net_latency_scale * 1e-6;
 }
 
+double tree_step_s(const CollectiveLibrarySpec& lib, Protocol p) {
+  SHARDSIM_ASSERT(lib.family != CollectiveLibrarySpec::Family::kAlphaBeta, "not a tuned library");
+  const auto pi = static_cast<std::size_t>(p);
+  if (lib.tree_step_s[pi] >= 0.0) return lib.tree_step_s[pi];
+  if (lib.net_step_s[pi] >= 0.0) return lib.net_step_s[pi];
+  const Tables& t = lib.family == CollectiveLibrarySpec::Family::kRccl ? kRccl : kNccl218;
+  return t.hop_us[kNet][kTree][pi] * lib.net_latency_scale * 1e-6;
+}
+
 LibraryChoice choose_library_call(const CollectiveLibrarySpec& lib, const LibraryCall& call,
                                   CollectiveAlgorithm algorithm) {
   const bool rccl = lib.family == CollectiveLibrarySpec::Family::kRccl;
@@ -167,8 +176,10 @@ LibraryChoice choose_library_call(const CollectiveLibrarySpec& lib, const Librar
         base_and_intra += 2.0 * (ppn - 1) * intra;
         net_hops = 2.0 * log2i(nodes);
       }
-      // A measured network step is the transport's, whatever the algorithm; the tables' differ per algorithm.
-      const double measured_net_us = lib.net_step_s[pi] >= 0.0 ? lib.net_step_s[pi] * 1e6 : inter * lib.net_latency_scale;
+      // The network step the call pays: the measured one of its algorithm (a tree's hop, a ring's step; a tree pays
+      // the ring's where only that is measured), else the table's x the network latency scale.
+      const double measured_net_us =
+          (a == kTree ? tree_step_s(lib, static_cast<Protocol>(p)) : network_step_s(lib, static_cast<Protocol>(p))) * 1e6;
       double table_us = base_and_intra + net_hops * inter;
       double lat_us = base_and_intra * lib.latency_scale + net_hops * measured_net_us;
       if (!rccl && a == kRing && p == 2 && nodes > 1 && all_reduce && call.bytes / (kAssumedChannels * n) >= 64.0) {

@@ -59,4 +59,9 @@ LibraryChoice choose_library_call(const core::CollectiveLibrarySpec& library, co
  *  Precondition: family is NCCL or RCCL. */
 double network_step_s(const core::CollectiveLibrarySpec& library, Protocol p);
 
+/** @brief What one network hop of a tree costs under protocol `p`: the measured tree hop where `library` has one
+ *  (CollectiveLibrarySpec::tree_step_s), else the ring's measured step, else the library's tree table x its network
+ *  latency scale (seconds). Precondition: family is NCCL or RCCL. */
+double tree_step_s(const core::CollectiveLibrarySpec& library, Protocol p);
+
 }  // namespace shardsim::engine

@@ -21,12 +21,14 @@ namespace {
 using engine::kPhases;
 using engine::kPurposes;
 
-// What one network step costs per protocol, measured or the library's table (null under alpha-beta).
-nlohmann::json net_steps(const core::CollectiveLibrarySpec& l) {
+// What one network step of a ring (of a tree) costs per protocol, measured or the library's table (null under
+// alpha-beta).
+nlohmann::json net_steps(const core::CollectiveLibrarySpec& l, bool tree) {
   if (l.family == core::CollectiveLibrarySpec::Family::kAlphaBeta) return nullptr;
   nlohmann::json j = nlohmann::json::object();
   for (std::size_t p = 0; p < 3; ++p) {
-    j[std::string(core::protocol_name(p))] = engine::network_step_s(l, static_cast<engine::Protocol>(p));
+    const auto proto = static_cast<engine::Protocol>(p);
+    j[std::string(core::protocol_name(p))] = tree ? engine::tree_step_s(l, proto) : engine::network_step_s(l, proto);
   }
   return j;
 }
@@ -220,11 +222,19 @@ std::string render_table(const scenario::Scenario& s, const scenario::Evaluation
     o += fmt::format("library   alpha-beta over the network levels ({})\n", lib.source);
   } else {
     std::string net = fmt::format("network hops x{:.3g}", lib.net_latency_scale);
-    if (lib.net_step_s[0] >= 0.0 || lib.net_step_s[1] >= 0.0 || lib.net_step_s[2] >= 0.0) {
+    const auto measured = [](const std::array<double, 3>& a) { return a[0] >= 0.0 || a[1] >= 0.0 || a[2] >= 0.0; };
+    if (measured(lib.net_step_s) || measured(lib.tree_step_s)) {
       net = "network steps";
       for (std::size_t p = 0; p < 3; ++p) {
         net += fmt::format(" {} {:.3g} us", core::protocol_name(p),
                            engine::network_step_s(lib, static_cast<engine::Protocol>(p)) * 1e6);
+      }
+      if (measured(lib.tree_step_s)) {
+        net += "; tree hops";
+        for (std::size_t p = 0; p < 3; ++p) {
+          net += fmt::format(" {} {:.3g} us", core::protocol_name(p),
+                             engine::tree_step_s(lib, static_cast<engine::Protocol>(p)) * 1e6);
+        }
       }
     }
     o += fmt::format("library   {}: picks by its tuning model; latency x{:.3g} ({}) ({})\n",
@@ -532,7 +542,8 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
                    {{"library", core::library_name(c.library.family)},
                     {"latency_scale", c.library.latency_scale},
                     {"net_latency_scale", c.library.net_latency_scale},
-                    {"net_step_s", net_steps(c.library)},
+                    {"net_step_s", net_steps(c.library, false)},
+                    {"tree_step_s", net_steps(c.library, true)},
                     {"protocols", protocol_list(c.library)},
                     {"amd_host", c.library.amd_host},
                     {"source", c.library.source}}}};

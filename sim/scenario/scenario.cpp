@@ -188,8 +188,8 @@ void apply_library(const ConfigNode& n, core::CollectiveLibrarySpec& l) {
     l.family = family(n);
     return;
   }
-  n.expect_map({"library", "latency_scale", "net_latency_scale", "net_step_latency", "host_cpu", "intra_link",
-                "generation", "protocols"});
+  n.expect_map({"library", "latency_scale", "net_latency_scale", "net_step_latency", "tree_step_latency", "host_cpu",
+                "intra_link", "generation", "protocols"});
   if (auto v = n.find("library")) l.family = family(*v);
   auto scale = [](const ConfigNode& v) {
     const double x = v.as_double();
@@ -201,17 +201,19 @@ void apply_library(const ConfigNode& n, core::CollectiveLibrarySpec& l) {
   };
   if (auto v = n.find("latency_scale")) l.latency_scale = scale(*v);
   if (auto v = n.find("net_latency_scale")) l.net_latency_scale = scale(*v);
-  if (auto v = n.find("net_step_latency")) {
-    // Measured network steps per protocol: {LL: 11us, LL128: 50us, Simple: 60us} (any subset).
-    v->expect_map({"LL", "LL128", "Simple"});
+  // Measured network steps per protocol, a ring's and a tree's: {LL: 11us, LL128: 50us, Simple: 60us} (any subset).
+  auto steps = [](const ConfigNode& v, std::array<double, 3>& out) {
+    v.expect_map({"LL", "LL128", "Simple"});
     for (const char* p : {"LL", "LL128", "Simple"}) {
-      if (auto d = v->find(p)) {
+      if (auto d = v.find(p)) {
         const double s = d->as_duration().value();
         if (!(s > 0.0 && s <= 1e-3)) d->fail("expected a network step from above 0 to 1 ms");
-        l.net_step_s[*core::parse_protocol(p)] = s;
+        out[*core::parse_protocol(p)] = s;
       }
     }
-  }
+  };
+  if (auto v = n.find("net_step_latency")) steps(*v, l.net_step_s);
+  if (auto v = n.find("tree_step_latency")) steps(*v, l.tree_step_s);
   if (auto v = n.find("host_cpu")) l.amd_host = v->as_choice({"intel", "amd", "other"}) == "amd";
   if (auto v = n.find("intra_link")) {
     l.intra = v->as_choice({"nvlink", "pci"}) == "nvlink" ? Spec::IntraLink::kNvlink : Spec::IntraLink::kPci;

@@ -272,6 +272,17 @@ TEST(CollectiveLibrary, TheLibraryPicksByItsTableAndTheMeasuredStepsPriceThePick
   const auto t1 = choose_library_call(tree_lib, ar, core::CollectiveAlgorithm::kTree);
   EXPECT_EQ(t1.protocol, t0.protocol);
   EXPECT_GT(t1.latency_s, t0.latency_s + 2 * 3 * 80e-6);
+  // A measured tree hop prices the tree's 2 x log2(8) network hops and leaves the ring's steps alone.
+  const auto pi = static_cast<std::size_t>(t0.protocol);
+  tree_lib.tree_step_s[pi] = 5e-6;
+  EXPECT_DOUBLE_EQ(tree_step_s(tree_lib, t0.protocol), 5e-6);
+  EXPECT_DOUBLE_EQ(network_step_s(tree_lib, t0.protocol), 100e-6);
+  const auto t2 = choose_library_call(tree_lib, ar, core::CollectiveAlgorithm::kTree);
+  EXPECT_EQ(t2.protocol, t0.protocol);
+  EXPECT_NEAR(t1.latency_s - t2.latency_s, 2 * 3 * (100e-6 - 5e-6), 1e-12);
+  const auto ring1 = choose_library_call(tree_lib, ar, core::CollectiveAlgorithm::kRing);
+  tree_lib.tree_step_s[pi] = -1.0;
+  EXPECT_DOUBLE_EQ(choose_library_call(tree_lib, ar, core::CollectiveAlgorithm::kRing).latency_s, ring1.latency_s);
 }
 
 // RCCL's default model: its own tables (Simple base 17 us; ring Simple over xGMI 3.6 us a hop, network 15.1 us).

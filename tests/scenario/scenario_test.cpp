@@ -789,6 +789,14 @@ TEST(Scenario, CollectiveLibraryKeysChangeThePresetsLibrary) {
                {6, 47, "cluster.collective_library.net_step_latency.LL", "above 0 to 1 ms"});
   expect_error(replace(kGood, "  nodes: 2", "  nodes: 2\n  collective_library: {net_step_latency: {LL129: 1us}}"),
                {6, 43, "cluster.collective_library.net_step_latency.LL129", "LL128"});
+  // A tree's network hops, measured apart from the ring's steps.
+  const auto hops = parse_scenarios(
+      replace(kGood, "  nodes: 2", "  nodes: 2\n  collective_library: {tree_step_latency: {LL: 6us, LL128: 36us}}"),
+      "s.yaml")[0];
+  EXPECT_EQ(hops.cluster.library.tree_step_s, (std::array<double, 3>{6e-6, 36e-6, -1.0}));
+  EXPECT_EQ(hops.cluster.library.net_step_s, (std::array<double, 3>{-1.0, -1.0, -1.0}));
+  expect_error(replace(kGood, "  nodes: 2", "  nodes: 2\n  collective_library: {tree_step_latency: {Simple: 2ms}}"),
+               {6, 52, "cluster.collective_library.tree_step_latency.Simple", "above 0 to 1 ms"});
 }
 
 }  // namespace

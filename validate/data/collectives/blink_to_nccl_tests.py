@@ -22,7 +22,7 @@ What this script does with it, so that the tables are reproducible:
 - marks LUMI's 1- and 8-node tables role=fit (the frontier preset's RCCL network is fitted to them), the others
   role=check.
 
-Usage: blink_lumi.py GIT_DIR OUT_DIR   (GIT_DIR: a clone of DanieleDeSensi/blink)
+Usage: blink_to_nccl_tests.py GIT_DIR OUT_DIR   (GIT_DIR: a clone of DanieleDeSensi/blink)
 """
 import collections
 import csv
