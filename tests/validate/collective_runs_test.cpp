@@ -23,6 +23,17 @@ fs::path scratch(const std::string& name, const std::string& text) {
   return p;
 }
 
+// The shipped collective benchmarks of one machine (and whose file name holds `part`), each sample tagged fit or check.
+std::vector<CollectiveSample> shipped_samples(const std::string& cluster, const std::string& part = "") {
+  std::vector<CollectiveSample> samples;
+  for (const auto& c : load_collective_checks(std::string(SHARDSIM_SOURCE_DIR) + "/validate/data/collectives")) {
+    if (c.cluster != cluster || fs::path(c.path).filename().string().find(part) == std::string::npos) continue;
+    auto more = tagged_samples(c);
+    samples.insert(samples.end(), more.begin(), more.end());
+  }
+  return samples;
+}
+
 TEST(CollectiveRuns, ReadsNcclTestsOutput) {
   const fs::path p = scratch("ar.txt",
                              "# nThread 1 nGpus 4 minBytes 1048576 maxBytes 4194304 step: 2(factor) warmup iters: 5\n"
@@ -98,13 +109,7 @@ TEST(CollectiveRuns, TheDgxA100NvswitchLevelIsTheFitToVtrainsMeasuredAllReduce) 
 // 8 nodes (the files marked role=fit), from NCCL's own table and the NICs' 25 GB/s; the 2-, 128- and 540-node runs
 // are held out and come out better too.
 TEST(CollectiveRuns, ThePolarisSlingshotStepsAreTheFitToAlcfsNcclTests) {
-  std::vector<CollectiveSample> samples;
-  const auto checks = load_collective_checks(std::string(SHARDSIM_SOURCE_DIR) + "/validate/data/collectives");
-  for (const auto& c : checks) {
-    if (c.cluster != "polaris") continue;
-    auto more = tagged_samples(c);
-    samples.insert(samples.end(), more.begin(), more.end());
-  }
+  const auto samples = shipped_samples("polaris");
   ASSERT_EQ(samples.size(), 106u);
   ASSERT_EQ(std::count_if(samples.begin(), samples.end(), [](const auto& c) { return !c.check; }), 30);
   scenario::Scenario machine;
@@ -131,13 +136,7 @@ TEST(CollectiveRuns, ThePolarisSlingshotStepsAreTheFitToAlcfsNcclTests) {
 // from RCCL's own table and the NICs' 25 GB/s; the 4- to 64-node runs are held out and come out better too. Its
 // rings' LL step is Polaris's, which all-reduces cannot show.
 TEST(CollectiveRuns, TheFrontierRcclNetworkIsTheFitToLumisAllReduce) {
-  const std::string dir = std::string(SHARDSIM_SOURCE_DIR) + "/validate/data/collectives";
-  std::vector<CollectiveSample> samples;
-  for (const auto& c : load_collective_checks(dir)) {
-    if (c.cluster != "frontier" || c.path.find("lumi_") == std::string::npos) continue;
-    auto more = tagged_samples(c);
-    samples.insert(samples.end(), more.begin(), more.end());
-  }
+  const auto samples = shipped_samples("frontier", "lumi_");
   ASSERT_EQ(samples.size(), 78u);
   ASSERT_EQ(std::count_if(samples.begin(), samples.end(), [](const auto& c) { return !c.check; }), 26);
   scenario::Scenario machine;
@@ -172,12 +171,7 @@ TEST(CollectiveRuns, TheFrontierRcclNetworkIsTheFitToLumisAllReduce) {
 // 512-node runs (16 to 2,048 GPUs) are held out and come out better too.
 TEST(CollectiveRuns, AlpsIsTheFitToItsOneAndEightNodeAllReduce) {
   const std::string dir = std::string(SHARDSIM_SOURCE_DIR) + "/validate/data/collectives";
-  std::vector<CollectiveSample> samples;
-  for (const auto& c : load_collective_checks(dir)) {
-    if (c.cluster != "machines/alps-gh200.yaml") continue;
-    auto more = tagged_samples(c);
-    samples.insert(samples.end(), more.begin(), more.end());
-  }
+  const auto samples = shipped_samples("machines/alps-gh200.yaml");
   ASSERT_EQ(samples.size(), 113u);
   ASSERT_EQ(std::count_if(samples.begin(), samples.end(), [](const auto& c) { return !c.check; }), 26);
   scenario::Scenario machine = scenario::load_scenarios(dir + "/machines/alps-gh200.yaml").at(0);
@@ -210,12 +204,7 @@ TEST(CollectiveRuns, AlpsIsTheFitToItsOneAndEightNodeAllReduce) {
 // plugin's values; the 2- and 128-node runs are held out and come out better too.
 TEST(CollectiveRuns, PolarisOverTcpIsTheFitToAlcfsSetupOne) {
   const std::string dir = std::string(SHARDSIM_SOURCE_DIR) + "/validate/data/collectives";
-  std::vector<CollectiveSample> samples;
-  for (const auto& c : load_collective_checks(dir)) {
-    if (c.cluster != "machines/polaris-tcp.yaml") continue;
-    auto more = tagged_samples(c);
-    samples.insert(samples.end(), more.begin(), more.end());
-  }
+  const auto samples = shipped_samples("machines/polaris-tcp.yaml");
   ASSERT_EQ(samples.size(), 75u);
   scenario::Scenario machine = scenario::load_scenarios(dir + "/machines/polaris-tcp.yaml").at(0);
   machine.cluster.nodes = 128;
