@@ -985,6 +985,35 @@ std::string cluster_to_yaml(const core::ClusterSpec& c) {
                      l.name, last ? std::string("all") : std::to_string(l.domain_ranks), l.link_bandwidth.value() / 1e9,
                      l.shared_by, l.latency.value() * 1e6, l.source);
   }
+  // The collective library as the engines price it: a copy of a preset runs its library, not a described machine's
+  // default.
+  const auto& lib = c.library;
+  o += fmt::format("collective_library:   # {}\n  library: {}\n", lib.source, core::library_name(lib.family));
+  if (lib.family != core::CollectiveLibrarySpec::Family::kAlphaBeta) {
+    o += fmt::format("  latency_scale: {}\n  net_latency_scale: {}\n", lib.latency_scale, lib.net_latency_scale);
+    auto steps = [](const std::array<double, 3>& a) {
+      std::string out;
+      for (std::size_t p = 0; p < 3; ++p) {
+        if (a[p] >= 0.0) out += fmt::format("{}{}: {:.12g}us", out.empty() ? "" : ", ", core::protocol_name(p), a[p] * 1e6);
+      }
+      return out;
+    };
+    if (const std::string ring = steps(lib.net_step_s); !ring.empty()) o += fmt::format("  net_step_latency: {{{}}}\n", ring);
+    if (const std::string tree = steps(lib.tree_step_s); !tree.empty()) {
+      o += fmt::format("  tree_step_latency: {{{}}}\n", tree);
+    }
+    std::string protocols;
+    for (std::size_t p = 0; p < 3; ++p) {
+      if (lib.protocols[p]) protocols += fmt::format("{}{}", protocols.empty() ? "" : ", ", core::protocol_name(p));
+    }
+    using L = core::CollectiveLibrarySpec;
+    o += fmt::format("  host_cpu: {}\n  intra_link: {}\n  generation: {}\n  protocols: [{}]\n",
+                     lib.amd_host ? "amd" : "intel", lib.intra == L::IntraLink::kNvlink ? "nvlink" : "pci",
+                     lib.generation == L::Generation::kVolta    ? "volta"
+                     : lib.generation == L::Generation::kAmpere ? "ampere"
+                                                                 : "hopper",
+                     protocols);
+  }
   return o;
 }
 

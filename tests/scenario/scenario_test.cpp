@@ -642,6 +642,26 @@ TEST(ScenarioYamlDump, EveryPresetRoundTrips) {
         EXPECT_NEAR(s.cluster.levels[l].latency.value(), c.levels[l].latency.value(), 1e-15) << cname;
         EXPECT_EQ(s.cluster.levels[l].shared_by, c.levels[l].shared_by) << cname;
       }
+      // The collective library comes along: a copy of a preset prices its collectives as the preset does.
+      const auto& lib = s.cluster.library;
+      EXPECT_EQ(lib.family, c.library.family) << cname;
+      EXPECT_EQ(lib.protocols, c.library.protocols) << cname;
+      EXPECT_EQ(lib.amd_host, c.library.amd_host) << cname;
+      EXPECT_EQ(lib.intra, c.library.intra) << cname;
+      EXPECT_EQ(lib.generation, c.library.generation) << cname;
+      EXPECT_NEAR(lib.latency_scale, c.library.latency_scale, 1e-9) << cname;
+      for (std::size_t p = 0; p < 3; ++p) {
+        EXPECT_NEAR(lib.net_step_s[p], c.library.net_step_s[p], 1e-15) << cname;
+        EXPECT_NEAR(lib.tree_step_s[p], c.library.tree_step_s[p], 1e-15) << cname;
+      }
+      // And the analytical engine gives the copy the preset's iteration (the link graph, which a copy does not carry,
+      // is the SimGrid engine's).
+      Scenario preset = s;
+      preset.cluster = c;
+      preset.cluster.nodes = s.cluster.nodes;
+      const double t_copy = evaluate(s).run.iteration_time.value();
+      const double t_preset = evaluate(preset).run.iteration_time.value();
+      EXPECT_NEAR(t_copy / t_preset, 1.0, 1e-9) << cname << " / " << mname;
     }
   }
 }
