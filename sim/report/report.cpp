@@ -224,14 +224,17 @@ std::string render_table(const scenario::Scenario& s, const scenario::Evaluation
     std::string net = fmt::format("network hops x{:.3g}", lib.net_latency_scale);
     const auto measured = [](const std::array<double, 3>& a) { return a[0] >= 0.0 || a[1] >= 0.0 || a[2] >= 0.0; };
     if (measured(lib.net_step_s) || measured(lib.tree_step_s)) {
+      // The protocols the library may use (an LL128 it never runs prints nothing).
       net = "network steps";
       for (std::size_t p = 0; p < 3; ++p) {
+        if (!lib.protocols[p]) continue;
         net += fmt::format(" {} {:.3g} us", core::protocol_name(p),
                            engine::network_step_s(lib, static_cast<engine::Protocol>(p)) * 1e6);
       }
       if (measured(lib.tree_step_s)) {
         net += "; tree hops";
         for (std::size_t p = 0; p < 3; ++p) {
+          if (!lib.protocols[p]) continue;
           net += fmt::format(" {} {:.3g} us", core::protocol_name(p),
                              engine::tree_step_s(lib, static_cast<engine::Protocol>(p)) * 1e6);
         }
