@@ -84,13 +84,25 @@ CollectiveCheck load_collective_check(const std::string& path) {
           if (!i) throw core::ConfigError(at, key, fmt::format("LL, LL128 or Simple, comma-separated (got '{}')", p));
           c.protocols[*i] = true;
         }
+      } else if (key == "nccl") {
+        // The NCCL version the run used: its tuning table picks the algorithm and protocol.
+        using Spec = core::CollectiveLibrarySpec;
+        const std::string minor = value.starts_with("2.") ? value.substr(2) : std::string();
+        const int m = !minor.empty() && minor.size() <= 2 && minor.find_first_not_of("0123456789") == std::string::npos
+                          ? std::stoi(minor)
+                          : 0;
+        if (m < Spec::kMinNcclMinor || m > Spec::kMaxNcclMinor) {
+          throw core::ConfigError(at, key, fmt::format("an NCCL version 2.{} to 2.{} (got '{}')", Spec::kMinNcclMinor,
+                                                       Spec::kMaxNcclMinor, value));
+        }
+        c.nccl_minor = m;
       } else if (key == "role") {
         if (value != "fit" && value != "check") {
           throw core::ConfigError(at, key, fmt::format("fit or check (got '{}')", value));
         }
         c.role = value;
       } else {
-        throw core::ConfigError(at, key, "one of cluster, op, ranks, per_node, algorithm, protocols, role");
+        throw core::ConfigError(at, key, "one of cluster, op, ranks, per_node, algorithm, protocols, nccl, role");
       }
     }
   }
@@ -99,6 +111,11 @@ CollectiveCheck load_collective_check(const std::string& path) {
   }
   if (c.cluster.empty() || c.ranks == 0) {
     throw core::ConfigError({path, tag_line, 1}, "", "cluster= and ranks= on the '# shardsim:' line");
+  }
+  if (c.nccl_minor > 0 && c.machine.library.family != core::CollectiveLibrarySpec::Family::kNccl) {
+    throw core::ConfigError({path, tag_line, 1}, "nccl",
+                            fmt::format("a machine whose library is NCCL ({} runs {})", c.cluster,
+                                        core::library_name(c.machine.library.family)));
   }
   if (c.per_node > 0) {
     const int gpus = c.machine.devices_per_node;
@@ -127,6 +144,7 @@ std::vector<CollectiveSample> tagged_samples(const CollectiveCheck& c) {
     if (c.protocols_forced) s.protocols = c.protocols;
     s.check = c.role == "check";
     s.per_node = c.per_node;
+    s.nccl_minor = c.nccl_minor;
   }
   return out;
 }
@@ -149,6 +167,7 @@ std::vector<CollectiveCheckRow> predict_collective_check(const CollectiveCheck& 
   cluster.nodes =
       std::max<int>(cluster.nodes, static_cast<int>(cluster.nodes_for(sample_devices(cluster, c.ranks, c.per_node))));
   if (c.protocols_forced) cluster.library.protocols = c.protocols;
+  if (c.nccl_minor > 0) cluster.library.nccl_minor = c.nccl_minor;
   const graph::GroupShape shape = sample_group_shape(cluster, c.ranks, c.per_node);
   std::vector<CollectiveCheckRow> rows;
   for (const auto& s : c.samples) {

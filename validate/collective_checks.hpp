@@ -30,6 +30,8 @@ struct CollectiveCheck {
   /// "check" (held out, the default) or "fit": what `shardsim calibrate --collectives` fits the machine's network
   /// parameters to (role=fit on the `# shardsim:` line)
   std::string role = "check";
+  /// the NCCL version the run used (nccl=2.x on the `# shardsim:` line), as its minor; 0: the machine's library
+  int nccl_minor = 0;
   std::vector<CollectiveSample> samples;
 };
 

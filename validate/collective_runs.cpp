@@ -168,6 +168,7 @@ RunFit fit_collectives(const std::vector<CollectiveSample>& samples, const scena
     for (const auto& c : set) {
       core::ClusterSpec cluster = s.cluster;
       if (c.protocols) cluster.library.protocols = *c.protocols;
+      if (c.nccl_minor > 0) cluster.library.nccl_minor = c.nccl_minor;
       const auto shape = sample_group_shape(cluster, c.ranks, c.per_node);
       out.push_back(
           engine::estimate_collective(cluster, shape, c.op, core::Bytes(c.bytes), c.algorithm).time.value());

@@ -30,6 +30,8 @@ struct CollectiveSample {
   /// ranks the run placed on each node (the `# shardsim:` line's per_node=); 0: nodes filled, as nccl-tests'
   /// one-process-per-GPU launch fills them
   int per_node = 0;
+  /// the NCCL version the run used (the `# shardsim:` line's nccl=2.x), as its minor; 0: the machine's
+  int nccl_minor = 0;
 };
 
 /** @brief The group a sample's run formed on `cluster`: `s.ranks` ranks, `s.per_node` on each node (every

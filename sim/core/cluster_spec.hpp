@@ -270,6 +270,15 @@ struct CollectiveLibrarySpec {
   /// protocols the library may use, LL / LL128 / Simple (NCCL_PROTO); LL128 needs NVLink inside and the NIC near
   /// the GPU in NCCL, and a system model that enables it in RCCL
   std::array<bool, 3> protocols{true, true, true};
+  /// NCCL's minor version (2.x), whose tuning table the library picks by: 18 (2.18, the default) to 29. What changed
+  /// (NVIDIA/nccl src/graph/tuning.cc at each tag): 2.19-2.22 price a tree's Simple hop at 28 us on every link class
+  /// (2.18: NVLink 4, PCI 6, network 14); 2.21 gives a ring's LL half the bus bandwidth (2.18: a quarter across
+  /// nodes, a third inside one) under a Hopper cap of 141 / 45 / 35 GB/s (2.18: Ampere's 87.7 / 22.5 / 19); 2.23
+  /// returns the tree's Simple hops to 4 / 4 / 14 us with an 8.4 us base and counts 2 (nodes - 1) network steps in a
+  /// ring all-reduce (2.18: 2 nodes). PAT (2.23+, one rank per node) and NVLS are not modelled. RCCL ignores it.
+  int nccl_minor = 18;
+  static constexpr int kMinNcclMinor = 18;
+  static constexpr int kMaxNcclMinor = 29;
   /// measured latency over the library's own table, on the base latency and the hops inside a node, and on the
   /// network hops (1: the table as the library's source has it). They price the call; the library still picks
   /// its algorithm and protocol by its own table, as it does.

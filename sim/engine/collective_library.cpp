@@ -36,6 +36,8 @@ constexpr Tables kNccl218{
 // NCCL's llMaxBws [Volta-N1 / Intel-N2 / Intel-N4+][...], [Ampere-N1 / AMD-N2 / AMD-N4+], [Hopper-N1 / ...]
 // (GB/s): single-node calls read the GPU generation's row, multi-node calls the host CPU's.
 constexpr std::array<std::array<double, 3>, 3> kNcclLlMaxBw{{{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {87.7, 22.5, 19.0}}};
+// NCCL 2.21's llMaxBws row for Hopper [N1 / N2 / N4+] (GB/s).
+constexpr std::array<double, 3> kNcclHopperLlMaxBw221{141.0, 45.0, 35.0};
 // NCCL's treeCorrectionFactor[protocol][log2(bytes / 64)] below 2^23 x 64 bytes.
 constexpr std::array<std::array<double, 23>, 3> kNcclTreeCorrection{{
     {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
@@ -78,6 +80,18 @@ constexpr RcclCorrection kRcclRingCorrection{{
      1.0, 1.0, 1.0, 1.0},
 }};
 
+// The library's table hop (us) for link class `hw`, algorithm `a`, protocol `p`, as its version has it: NCCL 2.19-2.22
+// price a tree's Simple hop at 28 us on every link class, 2.23 on at 4 (NVLink, PCI) and 14 (network).
+double table_hop_us(const CollectiveLibrarySpec& lib, int hw, int a, int p) {
+  const bool rccl = lib.family == CollectiveLibrarySpec::Family::kRccl;
+  if (!rccl && a == kTree && p == 2 && lib.nccl_minor >= 19) {
+    if (lib.nccl_minor < 23) return 28.0;
+    return hw == kNet ? 14.0 : 4.0;
+  }
+  const Tables& t = rccl ? kRccl : kNccl218;
+  return t.hop_us[static_cast<std::size_t>(hw)][static_cast<std::size_t>(a)][static_cast<std::size_t>(p)];
+}
+
 // The libraries' log2i: floor(log2(n)), 0 for n < 2.
 int log2i(double n) {
   int l = 0;
@@ -93,8 +107,7 @@ double network_step_s(const CollectiveLibrarySpec& lib, Protocol p) {
   SHARDSIM_ASSERT(lib.family != CollectiveLibrarySpec::Family::kAlphaBeta, "not a tuned library");
   const auto pi = static_cast<std::size_t>(p);
   if (lib.net_step_s[pi] >= 0.0) return lib.net_step_s[pi];
-  const Tables& t = lib.family == CollectiveLibrarySpec::Family::kRccl ? kRccl : kNccl218;
-  return t.hop_us[kNet][kRing][pi] * lib.net_latency_scale * 1e-6;
+  return table_hop_us(lib, kNet, kRing, static_cast<int>(pi)) * lib.net_latency_scale * 1e-6;
 }
 
 double tree_step_s(const CollectiveLibrarySpec& lib, Protocol p) {
@@ -102,8 +115,7 @@ double tree_step_s(const CollectiveLibrarySpec& lib, Protocol p) {
   const auto pi = static_cast<std::size_t>(p);
   if (lib.tree_step_s[pi] >= 0.0) return lib.tree_step_s[pi];
   if (lib.net_step_s[pi] >= 0.0) return lib.net_step_s[pi];
-  const Tables& t = lib.family == CollectiveLibrarySpec::Family::kRccl ? kRccl : kNccl218;
-  return t.hop_us[kNet][kTree][pi] * lib.net_latency_scale * 1e-6;
+  return table_hop_us(lib, kNet, kTree, static_cast<int>(pi)) * lib.net_latency_scale * 1e-6;
 }
 
 LibraryChoice choose_library_call(const CollectiveLibrarySpec& lib, const LibraryCall& call,
@@ -116,17 +128,21 @@ LibraryChoice choose_library_call(const CollectiveLibrarySpec& lib, const Librar
   SHARDSIM_ASSERT(all_reduce || call.op == CollectiveOp::kAllGather || call.op == CollectiveOp::kReduceScatter,
                   "the tuning model covers all-reduce, all-gather and reduce-scatter");
   const Tables& t = rccl ? kRccl : kNccl218;
+  const int minor = rccl ? CollectiveLibrarySpec::kMinNcclMinor : lib.nccl_minor;
   const int n = call.ranks;
   const int nodes = call.nodes;
   const int ppn = n / nodes;
   const int intra_hw = lib.intra == CollectiveLibrarySpec::IntraLink::kNvlink ? kNvlink : kPci;
   const int steps = all_reduce ? 2 * (n - 1) : n - 1;
-  const int net_steps = all_reduce ? (nodes > 1 ? 2 * nodes : 0) : nodes - 1;
+  const int net_steps = all_reduce ? (nodes > 1 ? (minor >= 23 ? 2 * (nodes - 1) : 2 * nodes) : 0) : nodes - 1;
   const double bus = call.bus_Bps / 1e9;  // GB/s, as the tables
   const int gen = static_cast<int>(lib.generation);
   const int size_index = nodes <= 2 ? nodes - 1 : 2;
-  const double ll_max = kNcclLlMaxBw[static_cast<std::size_t>(nodes == 1 ? gen : (lib.amd_host ? 1 : 0))]
-                                    [static_cast<std::size_t>(size_index)];
+  // NCCL 2.21 gave Hopper its own LL caps (the table's third row; 2.18 repeats Ampere's there).
+  const double ll_max = gen == 2 && nodes == 1 && minor >= 21
+                            ? kNcclHopperLlMaxBw221[static_cast<std::size_t>(size_index)]
+                            : kNcclLlMaxBw[static_cast<std::size_t>(nodes == 1 ? gen : (lib.amd_host ? 1 : 0))]
+                                          [static_cast<std::size_t>(size_index)];
   const int log_size = log2i(call.bytes / 64.0);
   const double net_overhead_us = nodes > 1 ? (lib.amd_host ? 2.0 : 1.0) : 0.0;
 
@@ -148,7 +164,9 @@ LibraryChoice choose_library_call(const CollectiveLibrarySpec& lib, const Librar
       if (rccl) {
         bw *= kRcclBwRatio[nodes <= 2 ? 0 : 1][ai][pi];
       } else {
-        if (a == kRing && p == 0) bw = std::min(ll_max, bw * ((nodes > 1 || all_reduce) ? 1.0 / 4.0 : 1.0 / 3.0));
+        if (a == kRing && p == 0) {
+          bw = std::min(ll_max, bw * (minor >= 21 ? 0.5 : (nodes > 1 || all_reduce) ? 1.0 / 4.0 : 1.0 / 3.0));
+        }
         if (a == kRing && p == 1) bw *= ppn < 2 ? 0.7 : 0.92;
         if (a == kTree) bw *= 0.92;
         if (a == kTree && p == 0) bw = std::min(bw / 3.8, ll_max);
@@ -164,9 +182,10 @@ LibraryChoice choose_library_call(const CollectiveLibrarySpec& lib, const Librar
       }
       if (bw <= 0.0) continue;
       // Latency (us): the base, then hops inside a node and across the network.
-      double intra = t.hop_us[static_cast<std::size_t>(intra_hw)][ai][pi];
-      const double inter = t.hop_us[kNet][ai][pi];
-      double base_and_intra = t.base_us[ai][pi];
+      double intra = table_hop_us(lib, intra_hw, a, p);
+      const double inter = table_hop_us(lib, kNet, a, p);
+      // NCCL 2.23 gave the tree's Simple protocol a base latency (8.4 us; 0 before).
+      double base_and_intra = !rccl && a == kTree && p == 2 && minor >= 23 ? 8.4 : t.base_us[ai][pi];
       double net_hops = 0.0;
       if (a == kRing) {
         intra = std::max(intra, p == 2 ? 3.0 * net_overhead_us : net_overhead_us);

@@ -240,8 +240,10 @@ std::string render_table(const scenario::Scenario& s, const scenario::Evaluation
         }
       }
     }
-    o += fmt::format("library   {}: picks by its tuning model; latency x{:.3g} ({}) ({})\n",
-                     core::library_name(lib.family), lib.latency_scale, net, lib.source);
+    const std::string version =
+        lib.family == core::CollectiveLibrarySpec::Family::kNccl ? fmt::format(" 2.{}", lib.nccl_minor) : "";
+    o += fmt::format("library   {}{}: picks by its tuning model; latency x{:.3g} ({}) ({})\n",
+                     core::library_name(lib.family), version, lib.latency_scale, net, lib.source);
   }
   const strategies::BlockHostTimes blocks = strategies::block_host_times(c.host, s.plan);
   o += fmt::format("host      {} blocks {:.3g} / {:.3g} ms (forward / backward){}, {}\n",
@@ -543,6 +545,10 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
                   {"levels", levels},
                   {"collective_library",
                    {{"library", core::library_name(c.library.family)},
+                    {"nccl_version",
+                     c.library.family == core::CollectiveLibrarySpec::Family::kNccl
+                         ? nlohmann::json(fmt::format("2.{}", c.library.nccl_minor))
+                         : nlohmann::json(nullptr)},
                     {"latency_scale", c.library.latency_scale},
                     {"net_latency_scale", c.library.net_latency_scale},
                     {"net_step_s", net_steps(c.library, false)},

@@ -989,6 +989,7 @@ std::string cluster_to_yaml(const core::ClusterSpec& c) {
   // default.
   const auto& lib = c.library;
   o += fmt::format("collective_library:   # {}\n  library: {}\n", lib.source, core::library_name(lib.family));
+  if (lib.family == core::CollectiveLibrarySpec::Family::kNccl) o += fmt::format("  version: \"2.{}\"\n", lib.nccl_minor);
   if (lib.family != core::CollectiveLibrarySpec::Family::kAlphaBeta) {
     o += fmt::format("  latency_scale: {}\n  net_latency_scale: {}\n", lib.latency_scale, lib.net_latency_scale);
     auto steps = [](const std::array<double, 3>& a) {

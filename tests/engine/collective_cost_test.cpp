@@ -285,6 +285,39 @@ TEST(CollectiveLibrary, TheLibraryPicksByItsTableAndTheMeasuredStepsPriceThePick
   EXPECT_DOUBLE_EQ(choose_library_call(tree_lib, ar, core::CollectiveAlgorithm::kRing).latency_s, ring1.latency_s);
 }
 
+// NCCL's versions pick by their own tables (NVIDIA/nccl src/graph/tuning.cc at v2.18.3-1, v2.21.5-1, v2.23.4-1).
+TEST(CollectiveLibrary, NcclVersionsPickByTheirOwnTables) {
+  // 2.21: a ring's LL gets half the bus bandwidth (2.18: a quarter across nodes), under the same cap.
+  auto lib = nccl();
+  const auto small = call(graph::CollectiveOp::kAllGather, 32, 4, 1 << 16, 40.0);
+  const auto ll18 = choose_library_call(lib, small);
+  ASSERT_EQ(ll18.protocol, Protocol::kLL);
+  EXPECT_NEAR(ll18.bandwidth_factor, 0.25, 1e-12);
+  lib.nccl_minor = 21;
+  const auto ll21 = choose_library_call(lib, small);
+  ASSERT_EQ(ll21.protocol, Protocol::kLL);
+  EXPECT_NEAR(ll21.bandwidth_factor, 0.5, 1e-12);
+  EXPECT_DOUBLE_EQ(ll21.latency_s, ll18.latency_s);
+  // 2.19-2.22: a tree's Simple hop is 28 us on every link class; 2.23 on: 14 us over the network again.
+  lib.nccl_minor = 18;
+  EXPECT_DOUBLE_EQ(tree_step_s(lib, Protocol::kSimple), 14e-6);
+  lib.nccl_minor = 19;
+  EXPECT_DOUBLE_EQ(tree_step_s(lib, Protocol::kSimple), 28e-6);
+  EXPECT_DOUBLE_EQ(network_step_s(lib, Protocol::kSimple), 14e-6);  // rings keep theirs
+  lib.nccl_minor = 23;
+  EXPECT_DOUBLE_EQ(tree_step_s(lib, Protocol::kSimple), 14e-6);
+  // 2.23: a ring all-reduce over n nodes counts 2 (n - 1) network steps (2.18: 2 n), each 14 us under Simple.
+  const auto ar = call(graph::CollectiveOp::kAllReduce, 32, 4, 1e10, 40.0);
+  lib.nccl_minor = 18;
+  const auto r18 = choose_library_call(lib, ar, core::CollectiveAlgorithm::kRing);
+  lib.nccl_minor = 23;
+  const auto r23 = choose_library_call(lib, ar, core::CollectiveAlgorithm::kRing);
+  ASSERT_EQ(r18.protocol, Protocol::kSimple);
+  ASSERT_EQ(r23.protocol, Protocol::kSimple);
+  // Two network steps fewer, two in-node steps more (at max(3.4, 3 x 1 us network overhead) x the plateau 1.4).
+  EXPECT_NEAR((r18.latency_s - r23.latency_s) * 1e6, 1.4 * 2 * (14.0 - 3.4), 1e-6);
+}
+
 // RCCL's default model: its own tables (Simple base 17 us; ring Simple over xGMI 3.6 us a hop, network 15.1 us).
 TEST(CollectiveLibrary, RcclFollowsItsOwnTables) {
   CollectiveLibrarySpec lib;

@@ -815,6 +815,15 @@ TEST(Scenario, CollectiveLibraryKeysChangeThePresetsLibrary) {
       "s.yaml")[0];
   EXPECT_EQ(hops.cluster.library.tree_step_s, (std::array<double, 3>{6e-6, 36e-6, -1.0}));
   EXPECT_EQ(hops.cluster.library.net_step_s, (std::array<double, 3>{-1.0, -1.0, -1.0}));
+  // NCCL's version picks its tuning table; RCCL and alpha-beta have none.
+  const auto v21 = parse_scenarios(
+      replace(kGood, "  nodes: 2", "  nodes: 2\n  collective_library: {library: nccl, version: \"2.21\"}"), "s.yaml")[0];
+  EXPECT_EQ(v21.cluster.library.nccl_minor, 21);
+  EXPECT_EQ(steps.cluster.library.nccl_minor, 18);
+  expect_error(replace(kGood, "  nodes: 2", "  nodes: 2\n  collective_library: {version: 2.17}"),
+               {6, 33, "cluster.collective_library.version", "2.18 to 2.29"});
+  expect_error(replace(kGood, "  nodes: 2", "  nodes: 2\n  collective_library: {library: rccl, version: 2.21}"),
+               {6, 48, "cluster.collective_library.version", "NCCL only"});
   expect_error(replace(kGood, "  nodes: 2", "  nodes: 2\n  collective_library: {tree_step_latency: {Simple: 2ms}}"),
                {6, 52, "cluster.collective_library.tree_step_latency.Simple", "above 0 to 1 ms"});
 }

@@ -153,6 +153,19 @@ TEST(CollectiveChecks, ABenchmarkWithoutItsMachineIsRefusedWithFileAndLine) {
   }
   const auto preset = write_temp("shardsim_check_preset.txt", "# shardsim: cluster=dgx-b200 ranks=16\n" + table);
   EXPECT_THROW((void)load_collective_check(preset), core::ConfigError);
+  // The NCCL version a run used: 2.18 to 2.29, and only where the machine's library is NCCL.
+  const auto v = load_collective_check(write_temp("shardsim_check_v.txt", "# shardsim: cluster=dgx-h100 ranks=16 nccl=2.26\n" + table));
+  EXPECT_EQ(v.nccl_minor, 26);
+  EXPECT_EQ(tagged_samples(v).at(0).nccl_minor, 26);
+  for (const char* tag : {"cluster=dgx-h100 ranks=16 nccl=2.8", "cluster=frontier ranks=16 nccl=2.21"}) {
+    const auto f = write_temp("shardsim_check_vbad.txt", std::string("# shardsim: ") + tag + "\n" + table);
+    try {
+      (void)load_collective_check(f);
+      FAIL() << "accepted " << tag;
+    } catch (const core::ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("nccl"), std::string::npos) << e.what();
+    }
+  }
 }
 
 }  // namespace
