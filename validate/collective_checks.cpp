@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <sstream>
 
 #include "sim/core/errors.hpp"
@@ -232,12 +233,16 @@ std::string render_collective_checks(const std::vector<CollectiveCheck>& checks,
   o += fmt::format("  {:<38} {:<11} {:<5} {:>6} {:>5}  {:>9}  {:>9}  {:>8}\n", "file", "cluster", "role", "ranks", "rows",
                    "mean|err|", "max|err|", "bias");
   std::string detail;
+  // Every row of a machine's files together, per role: what to expect of the machine's collectives at a glance.
+  std::map<std::pair<std::string, std::string>, std::vector<CollectiveCheckRow>> pooled;
   for (const auto& c : checks) {
     const auto r = predict_collective_check(c);
     const auto s = summarize(r);
     const std::string name = std::filesystem::path(c.path).filename().string();
     o += fmt::format("  {:<38} {:<11} {:<5} {:>6} {:>5}  {:>8.1f}%  {:>8.1f}%  {:>+7.1f}%\n", name, c.machine.name, c.role,
                      c.ranks, r.size(), 100.0 * s.mean_abs, 100.0 * s.max_abs, 100.0 * s.bias);
+    auto& all = pooled[{c.machine.name, c.role}];
+    all.insert(all.end(), r.begin(), r.end());
     if (!rows) continue;
     const std::string placed = c.per_node > 0 ? fmt::format(", {} per node", c.per_node) : std::string();
     detail += fmt::format("\n{} ({} ranks{} on {};{})\n", name, c.ranks, placed, c.machine.name, c.source);
@@ -247,6 +252,12 @@ std::string render_collective_checks(const std::vector<CollectiveCheck>& checks,
       detail += fmt::format("  {:>12.0f}  {:>12.1f}  {:>12.1f}  {:>+7.1f}%  {:>5}  {:>7}\n", x.bytes, x.measured_s * 1e6,
                             x.predicted_s * 1e6, 100.0 * x.error(), x.algorithm, x.protocol);
     }
+  }
+  o += "  per machine (every row of its files):\n";
+  for (const auto& [key, r] : pooled) {
+    const auto s = summarize(r);
+    o += fmt::format("  {:<38} {:<11} {:<5} {:>6} {:>5}  {:>8.1f}%  {:>8.1f}%  {:>+7.1f}%\n", "", key.first, key.second, "",
+                     r.size(), 100.0 * s.mean_abs, 100.0 * s.max_abs, 100.0 * s.bias);
   }
   return o + detail;
 }

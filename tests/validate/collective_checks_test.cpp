@@ -1,5 +1,6 @@
 #include "validate/collective_checks.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -89,6 +90,27 @@ TEST(CollectiveChecks, ShippedBenchmarksNameTheirMachineAndForcedSettings) {
   EXPECT_LT(q512[0].measured_s, 2.0 * q64[0].measured_s);
   EXPECT_LT(q512[0].predicted_s, 2.0 * q64[0].predicted_s);
   EXPECT_GT(q512[0].predicted_s, q64[0].predicted_s);
+}
+
+// The table pools each machine's rows per role under the files: every row of the fitted and of the held-out files.
+TEST(CollectiveChecks, TheTablePoolsEachMachinesRowsPerRole) {
+  const auto checks = load_collective_checks(data_dir());
+  const std::string table = render_collective_checks(checks, false);
+  const auto pooled = table.find("per machine (every row of its files):");
+  ASSERT_NE(pooled, std::string::npos) << table;
+  std::size_t frontier_check = 0;
+  std::vector<CollectiveCheckRow> rows;
+  for (const auto& c : checks) {
+    if (c.cluster != "frontier" || c.role != "check") continue;
+    const auto r = predict_collective_check(c);
+    rows.insert(rows.end(), r.begin(), r.end());
+    ++frontier_check;
+  }
+  ASSERT_GT(frontier_check, 1u);
+  const auto s = summarize(rows);
+  const std::string line = fmt::format("{:<11} {:<5} {:>6} {:>5}  {:>8.1f}%", "frontier", "check", "", rows.size(),
+                                       100.0 * s.mean_abs);
+  EXPECT_NE(table.find(line, pooled), std::string::npos) << line << "\n" << table.substr(pooled);
 }
 
 // One cluster's runs with 2, 4 and 8 GPUs of each of its 10 nodes: per_node= places the ranks as the run did
