@@ -69,7 +69,7 @@ int cmd_collective(const std::vector<std::string>& args) {
   nlohmann::json rows = nlohmann::json::array();
   std::cout << fmt::format("{} on {}: {} ranks ({} nodes x {}), library {} ({}), algorithm {}\n",
                            vm["op"].as<std::string>(), c.name, ranks, ranks / ppn, ppn,
-                           core::library_name(c.library.family), c.library.source, core::algorithm_name(algorithm));
+                           core::library_label(c.library), c.library.source, core::algorithm_name(algorithm));
   std::cout << fmt::format("{:>12}  {:>11}  {:>10}  {:>10}  {:>12}  {:>8}  {:>10}\n", "size (B)", "time (us)",
                            "algbw GB/s", "busbw GB/s", "algorithm", "protocol", "latency us");
   for (double size = lo; size <= hi * (1.0 + 1e-12); size *= 2.0) {

@@ -34,6 +34,12 @@ std::string_view library_name(CollectiveLibrarySpec::Family f) {
   return "?";
 }
 
+std::string library_label(const CollectiveLibrarySpec& l) {
+  std::string s(library_name(l.family));
+  if (l.family == CollectiveLibrarySpec::Family::kNccl) s += " 2." + std::to_string(l.nccl_minor);
+  return s;
+}
+
 std::optional<CollectiveLibrarySpec::Family> parse_library(std::string_view name) {
   using F = CollectiveLibrarySpec::Family;
   for (F f : {F::kNccl, F::kRccl, F::kAlphaBeta}) {

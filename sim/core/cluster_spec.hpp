@@ -302,6 +302,9 @@ struct CollectiveLibrarySpec {
 };
 
 std::string_view library_name(CollectiveLibrarySpec::Family f);
+/** @brief The library as reports name it: "nccl 2.18" (NCCL with the version whose table it picks by), "rccl",
+ *  "alpha-beta". */
+std::string library_label(const CollectiveLibrarySpec& l);
 /** @brief The family library_name() spells `name` ("nccl", "rccl", "alpha-beta"), or nullopt. */
 std::optional<CollectiveLibrarySpec::Family> parse_library(std::string_view name);
 /** @brief "LL", "LL128", "Simple": the protocol at index `i` of CollectiveLibrarySpec::protocols. */

@@ -240,10 +240,8 @@ std::string render_table(const scenario::Scenario& s, const scenario::Evaluation
         }
       }
     }
-    const std::string version =
-        lib.family == core::CollectiveLibrarySpec::Family::kNccl ? fmt::format(" 2.{}", lib.nccl_minor) : "";
-    o += fmt::format("library   {}{}: picks by its tuning model; latency x{:.3g} ({}) ({})\n",
-                     core::library_name(lib.family), version, lib.latency_scale, net, lib.source);
+    o += fmt::format("library   {}: picks by its tuning model; latency x{:.3g} ({}) ({})\n", core::library_label(lib),
+                     lib.latency_scale, net, lib.source);
   }
   const strategies::BlockHostTimes blocks = strategies::block_host_times(c.host, s.plan);
   o += fmt::format("host      {} blocks {:.3g} / {:.3g} ms (forward / backward){}, {}\n",
