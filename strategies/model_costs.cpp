@@ -159,9 +159,11 @@ ModelCosts compute_model_costs(const core::ModelSpec& m, const core::PlanSpec& p
   // Sequence parallelism splits the replicated part along the sequence too (Korthikanti et al. 2022, Sec. 4.2.2:
   // sbh(34/t + 5as/(ht))).
   const double full_block = (plan.sequence_parallel ? replicated / t : replicated) + (attn_sharded + mlp_sharded) / t;
+  // everything a block's forward leaves: what it keeps without recomputation, and what a full recomputation rebuilds
+  const double all_activations = full_block + (plan.flash_attention ? 0.0 : score_bytes / t);
   switch (plan.recompute) {
     case core::Recompute::kNone:
-      blk.act_saved = core::Bytes(full_block + (plan.flash_attention ? 0.0 : score_bytes / t));
+      blk.act_saved = core::Bytes(all_activations);
       break;
     case core::Recompute::kSelective:
       blk.act_saved = core::Bytes(full_block);
@@ -187,14 +189,14 @@ ModelCosts compute_model_costs(const core::ModelSpec& m, const core::PlanSpec& p
       }
       if (plan.flash_attention) saved += tokens * (h * e + a * 4.0) / t;
       blk.act_saved = core::Bytes(saved);
-      blk.act_transient = core::Bytes(full_block + (plan.flash_attention ? 0.0 : score_bytes / t));
+      blk.act_transient = core::Bytes(all_activations);
       blk.recompute_flops = core::Flops(flops) + (plan.flash_attention ? core::Flops(0.0) : scores);
       blk.recompute_mem = core::Bytes(elementwise + casts.forward_bytes + (plan.flash_attention ? 0.0 : score_traffic));
       break;
     }
     case core::Recompute::kFull:
       blk.act_saved = core::Bytes(tokens * h * e / (plan.sequence_parallel ? t : 1.0));  // the block input (2sbh)
-      blk.act_transient = core::Bytes(full_block + (plan.flash_attention ? 0.0 : score_bytes / t));
+      blk.act_transient = core::Bytes(all_activations);
       blk.recompute_flops = fwd;
       blk.recompute_mem = blk.fwd_mem;
       break;
@@ -294,11 +296,11 @@ ModelCosts compute_model_costs(const core::ModelSpec& m, const core::PlanSpec& p
   out.units.push_back(emb);
   // Blocks the recomputation skips (recompute_every) keep everything, as without it.
   UnitCost kept = blk;
-  kept.act_saved = core::Bytes(full_block + (plan.flash_attention ? 0.0 : score_bytes / t));
+  kept.act_saved = core::Bytes(all_activations);
   kept.act_transient = core::Bytes(0.0);
   kept.recompute_flops = core::Flops(0.0);
   kept.recompute_mem = core::Bytes(0.0);
-  if (kept.recompute_time.value() > 0.0) kept.recompute_time = core::Seconds(0.0);
+  kept.recompute_time = core::Seconds(0.0);
   for (int i = 0; i < m.layers; ++i) out.units.push_back(plan.recomputes_block(i) ? blk : kept);
   out.units.push_back(head);
   for (const auto& u : out.units) {
