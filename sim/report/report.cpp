@@ -23,13 +23,11 @@ using engine::kPurposes;
 
 // What one network step of a ring (of a tree) costs per protocol, measured or the library's table (null under
 // alpha-beta).
-nlohmann::json net_steps(const core::CollectiveLibrarySpec& l, bool tree) {
+nlohmann::json net_steps(const core::CollectiveLibrarySpec& l,
+                         double (*step)(const core::CollectiveLibrarySpec&, engine::Protocol)) {
   if (l.family == core::CollectiveLibrarySpec::Family::kAlphaBeta) return nullptr;
   nlohmann::json j = nlohmann::json::object();
-  for (std::size_t p = 0; p < 3; ++p) {
-    const auto proto = static_cast<engine::Protocol>(p);
-    j[std::string(core::protocol_name(p))] = tree ? engine::tree_step_s(l, proto) : engine::network_step_s(l, proto);
-  }
+  for (std::size_t p = 0; p < 3; ++p) j[std::string(core::protocol_name(p))] = step(l, static_cast<engine::Protocol>(p));
   return j;
 }
 
@@ -223,23 +221,18 @@ std::string render_table(const scenario::Scenario& s, const scenario::Evaluation
   } else {
     std::string net = fmt::format("network hops x{:.3g}", lib.net_latency_scale);
     const auto measured = [](const std::array<double, 3>& a) { return a[0] >= 0.0 || a[1] >= 0.0 || a[2] >= 0.0; };
-    if (measured(lib.net_step_s) || measured(lib.tree_step_s)) {
-      // The protocols the library may use (an LL128 it never runs prints nothing).
-      net = "network steps";
+    // One step per protocol the library may use (an LL128 it never runs prints nothing).
+    const auto steps = [&](double (*step)(const core::CollectiveLibrarySpec&, engine::Protocol)) {
+      std::string out;
       for (std::size_t p = 0; p < 3; ++p) {
-        if (!lib.protocols[p]) continue;
-        net += fmt::format(" {} {:.3g} us", core::protocol_name(p),
-                           engine::network_step_s(lib, static_cast<engine::Protocol>(p)) * 1e6);
-      }
-      if (measured(lib.tree_step_s)) {
-        net += "; tree hops";
-        for (std::size_t p = 0; p < 3; ++p) {
-          if (!lib.protocols[p]) continue;
-          net += fmt::format(" {} {:.3g} us", core::protocol_name(p),
-                             engine::tree_step_s(lib, static_cast<engine::Protocol>(p)) * 1e6);
+        if (lib.protocols[p]) {
+          out += fmt::format(" {} {:.3g} us", core::protocol_name(p), step(lib, static_cast<engine::Protocol>(p)) * 1e6);
         }
       }
-    }
+      return out;
+    };
+    if (measured(lib.net_step_s) || measured(lib.tree_step_s)) net = "network steps" + steps(engine::network_step_s);
+    if (measured(lib.tree_step_s)) net += "; tree hops" + steps(engine::tree_step_s);
     o += fmt::format("library   {}: picks by its tuning model; latency x{:.3g} ({}) ({})\n", core::library_label(lib),
                      lib.latency_scale, net, lib.source);
   }
@@ -549,8 +542,8 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
                          : nlohmann::json(nullptr)},
                     {"latency_scale", c.library.latency_scale},
                     {"net_latency_scale", c.library.net_latency_scale},
-                    {"net_step_s", net_steps(c.library, false)},
-                    {"tree_step_s", net_steps(c.library, true)},
+                    {"net_step_s", net_steps(c.library, engine::network_step_s)},
+                    {"tree_step_s", net_steps(c.library, engine::tree_step_s)},
                     {"protocols", protocol_list(c.library)},
                     {"amd_host", c.library.amd_host},
                     {"source", c.library.source}}}};
