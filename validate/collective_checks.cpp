@@ -87,16 +87,9 @@ CollectiveCheck load_collective_check(const std::string& path) {
         }
       } else if (key == "nccl") {
         // The NCCL version the run used: its tuning table picks the algorithm and protocol.
-        using Spec = core::CollectiveLibrarySpec;
-        const std::string minor = value.starts_with("2.") ? value.substr(2) : std::string();
-        const int m = !minor.empty() && minor.size() <= 2 && minor.find_first_not_of("0123456789") == std::string::npos
-                          ? std::stoi(minor)
-                          : 0;
-        if (m < Spec::kMinNcclMinor || m > Spec::kMaxNcclMinor) {
-          throw core::ConfigError(at, key, fmt::format("an NCCL version 2.{} to 2.{} (got '{}')", Spec::kMinNcclMinor,
-                                                       Spec::kMaxNcclMinor, value));
-        }
-        c.nccl_minor = m;
+        const auto minor = core::parse_nccl_version(value);
+        if (!minor) throw core::ConfigError(at, key, fmt::format("{} (got '{}')", core::nccl_version_range(), value));
+        c.nccl_minor = *minor;
       } else if (key == "role") {
         if (value != "fit" && value != "check") {
           throw core::ConfigError(at, key, fmt::format("fit or check (got '{}')", value));

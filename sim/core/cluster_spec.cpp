@@ -40,6 +40,20 @@ std::string library_label(const CollectiveLibrarySpec& l) {
   return s;
 }
 
+std::optional<int> parse_nccl_version(std::string_view text) {
+  if (!text.starts_with("2.") || text.size() < 3 || text.size() > 4) return std::nullopt;
+  const std::string_view minor = text.substr(2);
+  if (minor.find_first_not_of("0123456789") != std::string_view::npos) return std::nullopt;
+  const int m = std::stoi(std::string(minor));
+  if (m < CollectiveLibrarySpec::kMinNcclMinor || m > CollectiveLibrarySpec::kMaxNcclMinor) return std::nullopt;
+  return m;
+}
+
+std::string nccl_version_range() {
+  return "an NCCL version 2." + std::to_string(CollectiveLibrarySpec::kMinNcclMinor) + " to 2." +
+         std::to_string(CollectiveLibrarySpec::kMaxNcclMinor);
+}
+
 std::optional<CollectiveLibrarySpec::Family> parse_library(std::string_view name) {
   using F = CollectiveLibrarySpec::Family;
   for (F f : {F::kNccl, F::kRccl, F::kAlphaBeta}) {

@@ -305,6 +305,11 @@ std::string_view library_name(CollectiveLibrarySpec::Family f);
 /** @brief The library as reports name it: "nccl 2.18" (NCCL with the version whose table it picks by), "rccl",
  *  "alpha-beta". */
 std::string library_label(const CollectiveLibrarySpec& l);
+/** @brief The minor version of an NCCL version "2.x" within the tables shardsim has (kMinNcclMinor to kMaxNcclMinor),
+ *  or nullopt. */
+std::optional<int> parse_nccl_version(std::string_view text);
+/** @brief What parse_nccl_version() takes, for an error message: "an NCCL version 2.18 to 2.29". */
+std::string nccl_version_range();
 /** @brief The family library_name() spells `name` ("nccl", "rccl", "alpha-beta"), or nullopt. */
 std::optional<CollectiveLibrarySpec::Family> parse_library(std::string_view name);
 /** @brief "LL", "LL128", "Simple": the protocol at index `i` of CollectiveLibrarySpec::protocols. */

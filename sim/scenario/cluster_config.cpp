@@ -80,19 +80,6 @@ void apply_host(const ConfigNode& n, core::HostSpec& h) {
 
 // `cluster.collective_library`: a library name, or a map that changes the machine's library (a preset's, or
 // NCCL for a user's machine).
-// "2.21" (or 2.21): NCCL's minor version, within the tables shardsim has.
-int parse_nccl_version(const ConfigNode& v) {
-  using Spec = core::CollectiveLibrarySpec;
-  const std::string text = v.as_string();
-  const auto expected = fmt::format("an NCCL version 2.{} to 2.{} (got '{}')", Spec::kMinNcclMinor, Spec::kMaxNcclMinor, text);
-  if (!text.starts_with("2.") || text.size() < 3 || text.size() > 4) v.fail(expected);
-  const std::string minor = text.substr(2);
-  if (minor.find_first_not_of("0123456789") != std::string::npos) v.fail(expected);
-  const int m = std::stoi(minor);
-  if (m < Spec::kMinNcclMinor || m > Spec::kMaxNcclMinor) v.fail(expected);
-  return m;
-}
-
 void apply_library(const ConfigNode& n, core::CollectiveLibrarySpec& l) {
   using Spec = core::CollectiveLibrarySpec;
   auto family = [](const ConfigNode& v) { return *core::parse_library(v.as_choice({"nccl", "rccl", "alpha-beta"})); };
@@ -107,7 +94,10 @@ void apply_library(const ConfigNode& n, core::CollectiveLibrarySpec& l) {
   if (auto v = n.find("version")) {
     // NCCL's version, whose tuning table it picks by: "2.18" to "2.29".
     if (l.family != Spec::Family::kNccl) v->fail("a version for NCCL only (the library here is not NCCL)");
-    l.nccl_minor = parse_nccl_version(*v);
+    const std::string text = v->as_string();
+    const auto minor = core::parse_nccl_version(text);
+    if (!minor) v->fail(fmt::format("{} (got '{}')", core::nccl_version_range(), text));
+    l.nccl_minor = *minor;
   }
   auto scale = [](const ConfigNode& v) {
     const double x = v.as_double();
