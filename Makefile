@@ -51,7 +51,7 @@ notebooks: build
 # GPU kernels (their CPU references are the same code); the ones that re-run whole validation sets are left to
 # the plain build above, for time.
 SANITIZE_BUILD ?= build-sanitize
-SANITIZE_SKIP := ^(Notebooks\.|Sweep\.UnderMpirun|Validate\.|Calibrate\.|Readme\.|HostHooks\.Megatron|SimGridEngine\.AgreesWith|SimGridEngine\.NodeSymmetry)
+SANITIZE_SKIP := ^(Notebooks\.|Sweep\.UnderMpirun|Validate\.|Calibrate\.|Readme\.|HostHooks\.Megatron|DeviceFit\.A100Is|DeviceFit\.AFitToTrainingRuns|SimGridEngine\.AgreesWith|SimGridEngine\.NodeSymmetry)
 test-sanitize: deps
 	cmake -S . -B $(SANITIZE_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE=-O1 -DSHARDSIM_SANITIZE=ON \
 	  -DSHARDSIM_CUDA=OFF -DSHARDSIM_HIPCC=SHARDSIM_HIPCC-NOTFOUND

@@ -335,14 +335,16 @@ core::DeviceSpec a100(const char* name, double hbm_gib, double hbm_gbps) {
   set_peak(d, Dtype::kFp32, 19.5 * TF);   // A1, non-tensor
   d.hbm = core::Bytes(hbm_gib * core::kGiB);
   d.hbm_bandwidth = BytesPerSec(hbm_gbps * GBps);
-  d.gemm_efficiency = 0.70;    // [guess] until fitted (validate/data: vtrain-single is the A100 fit set)
-  d.memory_efficiency = 0.80;  // [guess]
-  d.compute_units = 108;       // 108 SMs (A1)
-  // Causal flash attention, forward and backward: fitted (core::kFittedA100AttentionForward and beside it).
+  d.compute_units = 108;  // 108 SMs (A1)
+  // GEMM ceiling, memory-bound kernels and causal flash attention: fitted on the A100's fit sets (see
+  // core::kFittedA100GemmEfficiency).
+  d.gemm_efficiency = core::kFittedA100GemmEfficiency;
+  d.memory_efficiency = core::kFittedA100MemoryEfficiency;
   d.attention_efficiency = core::kFittedA100AttentionForward;
   d.attention_backward_efficiency = core::kFittedA100AttentionBackward;
   d.efficiency_source =
-      "GEMM ceiling and memory-bound [guess]; flash attention fitted on mosaic-mpt-a100-long (MosaicML's MPT runs)";
+      "GEMM ceiling, memory-bound and flash attention fitted on vtrain-single and mosaic-mpt-a100-long (Megatron and "
+      "MosaicML runs)";
   // [guess] as measured on the H100 (validate/results/NVIDIA-H100-80GB-HBM3-2026-11-23-overlap.csv): NCCL's
   // channels are the same kernels, taking SMs from a GEMM's waves, on a GPU with 108 SMs instead of 132.
   d.comm_compute_slowdown = kMeasuredH100CommSlowdown;

@@ -18,6 +18,9 @@ namespace lm_status = Eigen::LevenbergMarquardtSpace;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
+// The Jacobian's finite-difference step where the problem sets none, as a fraction of each parameter's range.
+constexpr double kSmoothDifference = 1e-6;
+
 // Residuals with the checks and the count the fit reports: the same number of them on every call.
 class CountedResiduals {
  public:
@@ -73,7 +76,7 @@ class BoundsTransform {
   std::vector<double> lo_, hi_;
 };
 
-// The functor Eigen's NumericalDiff and LevenbergMarquardt expect (copied by them, hence the pointers).
+// The functor Eigen's LevenbergMarquardt expects (copied by it, hence the pointers), with its own Jacobian.
 struct TransformedResiduals {
   using Scalar = double;
   using InputType = Eigen::VectorXd;
@@ -85,6 +88,7 @@ struct TransformedResiduals {
   const BoundsTransform* transform;
   Index parameters;
   Index observations;
+  double step;  ///< df's difference step in u (used where the problem sets one)
 
   [[nodiscard]] Index inputs() const { return parameters; }
   [[nodiscard]] Index values() const { return observations; }
@@ -93,6 +97,18 @@ struct TransformedResiduals {
     const std::vector<double> r = (*residuals)(transform->to_x(u));
     out = Eigen::Map<const Eigen::VectorXd>(r.data(), static_cast<Index>(r.size()));
     return out.allFinite() ? 0 : -1;
+  }
+  /** @brief d r / d u by central differences of `step` in u (the problem's difference step). */
+  int df(const Eigen::VectorXd& u, Eigen::MatrixXd& jac) const {
+    Eigen::VectorXd a = u, b = u, ra(observations), rb(observations);
+    for (Index j = 0; j < parameters; ++j) {
+      a(j) = u(j) + step;
+      b(j) = u(j) - step;
+      if ((*this)(a, ra) != 0 || (*this)(b, rb) != 0) return -1;
+      jac.col(j) = (ra - rb) / (2.0 * step);
+      a(j) = b(j) = u(j);
+    }
+    return 0;
   }
 };
 
@@ -144,15 +160,15 @@ bool converged(lm_status::Status s) {
          s == CosinusTooSmall || s == FtolTooSmall || s == XtolTooSmall || s == GtolTooSmall;
 }
 
-// The Jacobian d r / d x at `x` by central differences of a millionth of each range, one-sided inward where a
-// step would leave the range (the model may not be defined outside it).
+// The Jacobian d r / d x at `x` by central differences of the problem's step (a fraction of each range), one-sided
+// inward where a step would leave the range (the model may not be defined outside it).
 Eigen::MatrixXd jacobian(const FitProblem& p, CountedResiduals& residuals, const std::vector<double>& x,
                          const std::vector<double>& r) {
   const auto n = static_cast<Index>(r.size());
   Eigen::MatrixXd j(n, static_cast<Index>(x.size()));
   const Eigen::Map<const Eigen::VectorXd> r0(r.data(), n);
   for (std::size_t i = 0; i < x.size(); ++i) {
-    const double h = 1e-6 * (p.upper[i] - p.lower[i]);
+    const double h = (p.difference_step > 0.0 ? p.difference_step : kSmoothDifference) * (p.upper[i] - p.lower[i]);
     std::vector<double> a = x, b = x;
     const bool up = x[i] + h <= p.upper[i], down = x[i] - h >= p.lower[i];
     if (up) a[i] += h;
@@ -225,14 +241,26 @@ FitResult fit_least_squares(const FitProblem& p) {
     out.message = "converged: the initial values fit exactly";
   } else {
     const BoundsTransform transform(p);
-    TransformedResiduals f{&residuals, &transform, static_cast<Index>(p.names.size()), static_cast<Index>(r0.size())};
-    Eigen::NumericalDiff<TransformedResiduals, Eigen::Central> diff(f);
-    Eigen::LevenbergMarquardt<Eigen::NumericalDiff<TransformedResiduals, Eigen::Central>> lm(diff);
-    lm.parameters.xtol = 1e-10;
-    lm.parameters.ftol = 1e-10;
-    lm.parameters.maxfev = 400 * (f.parameters + 1);
+    // x = lo + (hi - lo) (1 + sin u) / 2 moves by about a fraction s of its range for a step of 2 s in u.
+    TransformedResiduals f{&residuals, &transform, static_cast<Index>(p.names.size()), static_cast<Index>(r0.size()),
+                           2.0 * p.difference_step};
     Eigen::VectorXd u = transform.to_u(p.initial);
-    const auto status = lm.minimize(u);
+    const auto minimise = [&](auto& lm) {
+      lm.parameters.xtol = 1e-10;
+      lm.parameters.ftol = 1e-10;
+      lm.parameters.maxfev = 400 * (f.parameters + 1);
+      return lm.minimize(u);
+    };
+    lm_status::Status status;
+    if (p.difference_step > 0.0) {
+      Eigen::LevenbergMarquardt<TransformedResiduals> lm(f);
+      status = minimise(lm);
+    } else {
+      // Smooth residuals: MINPACK's own step (the square root of the machine epsilon, relative to u).
+      Eigen::NumericalDiff<TransformedResiduals, Eigen::Central> diff(f);
+      Eigen::LevenbergMarquardt<Eigen::NumericalDiff<TransformedResiduals, Eigen::Central>> lm(diff);
+      status = minimise(lm);
+    }
     out.values = transform.to_x(u);
     out.converged = converged(status);
     out.message = status_message(status);

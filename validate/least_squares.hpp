@@ -16,6 +16,10 @@ struct FitProblem {
   /// residuals for parameter values x (same order as names): one per observation, always as many, e.g.
   /// (predicted - measured) / measured
   std::function<std::vector<double>(const std::vector<double>& x)> residuals;
+  /// The Jacobian's finite-difference step as a fraction of each parameter's range; 0: residuals that are smooth
+  /// (MINPACK's own step, about 1e-8). Residuals that jump under small changes (a schedule that breaks ties, whole
+  /// waves, a protocol switch) need a step wider than their jumps, or the fit reads one jump as the slope and stops.
+  double difference_step = 0.0;
 };
 
 struct FitResult {

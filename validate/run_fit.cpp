@@ -85,13 +85,14 @@ ErrorStats error_stats(const std::vector<std::optional<double>>& predicted, cons
 }
 
 void fit_log_ratio(RunFit& f, const std::function<std::vector<std::optional<double>>(const std::vector<double>&)>& predict,
-                   const std::vector<double>& measured) {
+                   const std::vector<double>& measured, double difference_step) {
   f.fit_before = error_stats(predict(f.initial), measured);
   FitProblem problem;
   problem.names = f.names;
   problem.initial = f.initial;
   problem.lower = f.lower;
   problem.upper = f.upper;
+  problem.difference_step = difference_step;
   problem.residuals = [&](const std::vector<double>& x) {
     const auto pred = predict(x);
     std::vector<double> r(measured.size());
@@ -230,7 +231,7 @@ RunFit fit_runs(const std::vector<Observation>& observations, const std::vector<
                                         used.size(), names.size()));
   }
   fit_log_ratio(f, [&](const std::vector<double>& x) { return predict_all(used, names, x, engine, threads); },
-                measured_of(used));
+                measured_of(used), kScheduleDifferenceStep);
   // Report the fitted set whole, refused runs included.
   f.fit_before = error_stats(before_fit, measured_of(fit_obs));
   f.fit_after = error_stats(predict_all(fit_obs, names, f.fit.values, engine, threads), measured_of(fit_obs));

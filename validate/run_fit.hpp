@@ -50,9 +50,15 @@ struct RunFit {
 
 /** @brief Bounded least squares of log(predicted / measured) over f.names from f.initial within [f.lower, f.upper]
  *  (set by the caller); `predict` gives one value per measurement for parameter values x (nullopt: the model
- *  refuses it, counted as a factor-e miss). Fills f.fit and the fitted rows' errors before and after. */
+ *  refuses it, counted as a factor-e miss). Fills f.fit and the fitted rows' errors before and after.
+ *  `difference_step`: FitProblem::difference_step (0 for smooth predictions). */
 void fit_log_ratio(RunFit& f, const std::function<std::vector<std::optional<double>>(const std::vector<double>&)>& predict,
-                   const std::vector<double>& measured);
+                   const std::vector<double>& measured, double difference_step = 0.0);
+
+/// The Jacobian's difference step of a fit to training runs, a fraction of each parameter's range: an engine's
+/// schedule breaks ties between tasks that become ready together, so a run's predicted time jumps by up to ~0.3%
+/// under a change of a millionth in a device efficiency; a step of 1% of the range reads the slope across the jumps.
+inline constexpr double kScheduleDifferenceStep = 1e-2;
 
 /** @brief Fits `names` on the fit observations (residual: log(predicted / measured), so that 2x too slow and 2x
  *  too fast weigh the same) with `threads` workers (0: one per core). Throws core::ConfigError when a name is

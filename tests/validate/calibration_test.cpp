@@ -373,23 +373,46 @@ TEST(HostHooks, MegatronBlocksAreTheFitToVtrainSingle) {
   EXPECT_LT(f.fit_before.mean_abs, 0.09);
 }
 
-// The A100's flash-attention efficiencies are the fit to MosaicML's long-sequence runs (the fit set), from the
-// GEMM ceiling they stood at; the short-sequence runs and torchtitan's held out.
-TEST(DeviceFit, A100AttentionIsTheFitToMosaicsLongSequences) {
-  std::vector<Observation> obs = observations_of_sets({"mosaic_mpt_a100_long", "torchtitan_fsdp"});
+// The A100's GEMM ceiling, memory-bound efficiency and flash attention, with Megatron's host time per backward
+// block, are the joint fit to the A100's fit sets (vtrain-single, mosaic-mpt-a100-long) from where they stood
+// before (a guessed 0.70 / 0.80 ceiling and streaming share); the A100 sets held out come out better on the whole.
+TEST(DeviceFit, A100IsTheFitToVtrainAndMosaicsLongRuns) {
+  std::vector<Observation> obs = observations_of_sets(
+      {"vtrain_single", "mosaic_mpt_a100_long", "megatron_selene", "vtrain_multi", "mosaic_mpt_a100", "torchtitan_fsdp"});
   for (auto& o : obs) {
-    o.scenario.cluster.device.attention_efficiency = 0.70;
-    o.scenario.cluster.device.attention_backward_efficiency = 0.70;
+    auto& d = o.scenario.cluster.device;
+    d.gemm_efficiency = 0.70;
+    d.memory_efficiency = 0.80;
+    d.attention_efficiency = 0.5742;
+    d.attention_backward_efficiency = 0.2734;
+    o.scenario.cluster.host.megatron_block_backward = core::Seconds(0.9601e-3);
   }
-  const RunFit f = fit_runs(obs, {"device.attention_efficiency", "device.attention_backward_efficiency"},
+  const RunFit f = fit_runs(obs,
+                            {"device.gemm_efficiency", "device.memory_efficiency", "device.attention_efficiency",
+                             "device.attention_backward_efficiency", "host.megatron_block_backward"},
                             engine::EngineKind::kAnalytical);
-  ASSERT_EQ(f.fit.values.size(), 2u);
-  EXPECT_NEAR(f.fit.values[0] / core::kFittedA100AttentionForward, 1.0, 0.01);
-  EXPECT_NEAR(f.fit.values[1] / core::kFittedA100AttentionBackward, 1.0, 0.01);
-  EXPECT_LT(f.fit_after.mean_abs, 0.05);
-  // torchtitan's runs, held out, within 10% (2.6% at the GEMM ceiling before the fit: eager PyTorch's RMSNorm and
-  // rotary chains, on the A100's guessed streaming efficiency, now make its blocks slower).
-  EXPECT_LT(f.check_after.mean_abs, 0.10);
+  ASSERT_EQ(f.fit.values.size(), 5u);
+  EXPECT_NEAR(f.fit.values[0] / core::kFittedA100GemmEfficiency, 1.0, 0.01);
+  EXPECT_NEAR(f.fit.values[1] / core::kFittedA100MemoryEfficiency, 1.0, 0.01);
+  EXPECT_NEAR(f.fit.values[2] / core::kFittedA100AttentionForward, 1.0, 0.01);
+  EXPECT_NEAR(f.fit.values[3] / core::kFittedA100AttentionBackward, 1.0, 0.01);
+  EXPECT_NEAR(f.fit.values[4] / core::kFittedMegatronBlockBackwardS, 1.0, 0.01);
+  EXPECT_LT(f.fit_after.mean_abs, f.fit_before.mean_abs);
+  EXPECT_LT(f.check_after.mean_abs, f.check_before.mean_abs);
+}
+
+// A fit to training runs moves off a start the engine's schedule sits on a jump of: at a millionth of the range
+// the ties it breaks between tasks read as a slope of thousands and the fit stopped where it began (the A100's
+// guessed GEMM ceiling stayed at 0.70 while 0.73-0.78 fits vtrain-single better).
+TEST(DeviceFit, AFitToTrainingRunsReadsTheSlopeAcrossTheSchedulesJumps) {
+  std::vector<Observation> obs = observations_of_sets({"vtrain_single"});
+  for (auto& o : obs) o.scenario.cluster.device.gemm_efficiency = 0.70;
+  const RunFit f = fit_runs(obs, {"device.gemm_efficiency"}, engine::EngineKind::kAnalytical);
+  ASSERT_EQ(f.fit.values.size(), 1u);
+  EXPECT_GT(f.fit.values[0], 0.71);
+  EXPECT_LT(f.fit.rms_after, f.fit.rms_before);
+  // Its uncertainty is the spread the runs allow, not a slope read off one jump.
+  EXPECT_GT(f.fit.std_errors[0], 1e-3);
 }
 
 // The V100's GEMM ceiling is the fit to ZeRO++'s runs with all eight NICs of each DGX-2 (the fit set), from the 0.70
