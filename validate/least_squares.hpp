@@ -17,8 +17,9 @@ struct FitProblem {
   /// (predicted - measured) / measured
   std::function<std::vector<double>(const std::vector<double>& x)> residuals;
   /// The Jacobian's finite-difference step as a fraction of each parameter's range; 0: residuals that are smooth
-  /// (MINPACK's own step, about 1e-8). Residuals that jump under small changes (a schedule that breaks ties, whole
-  /// waves, a protocol switch) need a step wider than their jumps, or the fit reads one jump as the slope and stops.
+  /// (MINPACK's own step, about 1e-8). Residuals that jump under small changes (an iteration that stops at a
+  /// tolerance, whole waves, a protocol switch) need a step wider than their jumps, or the fit reads one jump as the
+  /// slope and stops.
   double difference_step = 0.0;
 };
 

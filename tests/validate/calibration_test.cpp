@@ -401,9 +401,10 @@ TEST(DeviceFit, A100IsTheFitToVtrainAndMosaicsLongRuns) {
   EXPECT_LT(f.check_after.mean_abs, f.check_before.mean_abs);
 }
 
-// A fit to training runs moves off a start the engine's schedule sits on a jump of: at a millionth of the range
-// the ties it breaks between tasks read as a slope of thousands and the fit stopped where it began (the A100's
-// guessed GEMM ceiling stayed at 0.70 while 0.73-0.78 fits vtrain-single better).
+// A fit to training runs moves off its start though the predictions jump under small changes (the passes that find
+// compute slowed beside collectives stop at a tolerance): at a millionth of the range a jump read as a slope of
+// thousands and the fit stopped where it began (the A100's guessed GEMM ceiling stayed at 0.70 while 0.73-0.78 fits
+// vtrain-single better).
 TEST(DeviceFit, AFitToTrainingRunsReadsTheSlopeAcrossTheSchedulesJumps) {
   std::vector<Observation> obs = observations_of_sets({"vtrain_single"});
   for (auto& o : obs) o.scenario.cluster.device.gemm_efficiency = 0.70;
