@@ -243,6 +243,12 @@ std::string write_calibration(const Calibration& c) {
   o += "kernels:\n";
   for (const auto& [name, f] : c.kernels) o += fmt::format("  {}: {}\n", quoted(name), fit_line(f));
   if (!c.parameters.empty()) {
+    if (!c.fitted_on.empty()) {
+      o += "fitted_on:  # the machines of the runs these parameters were fitted to: they apply there only\n";
+      for (const auto& m : c.fitted_on) {
+        o += fmt::format("  - {{cluster: {}, device: {}}}\n", quoted(m.cluster), quoted(m.device));
+      }
+    }
     o += "parameters:\n";
     for (const auto& [name, f] : c.parameters) o += parameter_line(name, f);
   }
@@ -251,7 +257,7 @@ std::string write_calibration(const Calibration& c) {
 
 Calibration parse_calibration(const std::string& text, const std::string& file) {
   const ConfigNode root = ConfigNode::parse(text, file);
-  root.expect_map({"device", "peak", "copies", "kernels", "parameters"});
+  root.expect_map({"device", "peak", "copies", "kernels", "fitted_on", "parameters"});
   Calibration c;
   c.file = file;
   if (auto d = root.find("device")) c.device = parse_device(*d);
@@ -271,6 +277,15 @@ Calibration parse_calibration(const std::string& text, const std::string& file) 
   read_fits(root.find("copies"), c.copies);
   read_fits(root.find("kernels"), c.kernels);
   if (auto p = root.find("parameters")) c.parameters = parse_parameters(*p);
+  if (auto f = root.find("fitted_on")) {
+    if (!f->is_sequence()) f->fail("expected a list of {cluster: NAME, device: NAME}");
+    c.fitted_on_at = f->location();
+    for (const auto& m : f->items()) {
+      m.expect_map({"cluster", "device"});
+      c.fitted_on.push_back({m.get("cluster").as_string(), m.get("device").as_string()});
+    }
+    if (c.fitted_on.empty()) f->fail("expected at least one machine (leave fitted_on out to apply the parameters anywhere)");
+  }
   return c;
 }
 
@@ -289,7 +304,36 @@ void apply_calibration(const Calibration& c, core::ClusterSpec& cluster) {
   if (auto it = c.copies.find("h2d_pinned"); it != c.copies.end()) cluster.host.link_bandwidth = it->second.bandwidth;
 }
 
+std::optional<std::string> fitted_elsewhere(const Calibration& c, const core::ClusterSpec& cluster) {
+  if (c.fitted_on.empty() || c.parameters.empty()) return std::nullopt;
+  const bool device_params = std::any_of(c.parameters.begin(), c.parameters.end(),
+                                         [](const auto& p) { return p.first.rfind("device.", 0) == 0; });
+  const bool machine_params = std::any_of(c.parameters.begin(), c.parameters.end(),
+                                          [](const auto& p) { return p.first.rfind("device.", 0) != 0; });
+  const auto on = [&](auto field, const std::string& name) {
+    return std::any_of(c.fitted_on.begin(), c.fitted_on.end(), [&](const FittedMachine& m) { return m.*field == name; });
+  };
+  std::vector<std::string> where;
+  for (const auto& m : c.fitted_on) where.push_back(fmt::format("{} ({})", m.cluster, m.device));
+  const std::string fitted = scenario::join(where);
+  if (device_params && !on(&FittedMachine::device, cluster.device.name)) {
+    return fmt::format("its device parameters were fitted to runs on {}; this machine's device is '{}'", fitted,
+                       cluster.device.name);
+  }
+  if (machine_params && !on(&FittedMachine::cluster, cluster.name)) {
+    return fmt::format("its host, network and collective parameters were fitted to runs on {}; this machine is '{}'",
+                       fitted, cluster.name);
+  }
+  return std::nullopt;
+}
+
 void apply_parameters(const Calibration& c, scenario::Scenario& s) {
+  if (const auto why = fitted_elsewhere(c, s.cluster)) {
+    throw core::ConfigError(c.fitted_on_at, "fitted_on",
+                            fmt::format("a calibration for the machines it was fitted on: {} (refit on this machine's "
+                                        "runs, or list it under fitted_on to apply the values anyway)",
+                                        *why));
+  }
   const std::vector<ModelParameter> known = model_parameters(s);
   std::vector<std::string> names;
   for (const auto& p : known) names.push_back(p.name);

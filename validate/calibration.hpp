@@ -64,8 +64,18 @@ struct FittedParameter {
   core::SourceLocation where;       ///< where a parsed file gives it, for the errors apply_parameters finds
 };
 
+/** @brief A machine a calibration's parameters were fitted on: its cluster's and its device's names. */
+struct FittedMachine {
+  std::string cluster;
+  std::string device;
+  auto operator<=>(const FittedMachine&) const = default;
+};
+
 struct Calibration {
   DeviceInfo device;  ///< empty backend: no device was benchmarked (a calibration from runs only)
+  /// the machines of the runs the parameters were fitted to (`fitted_on:`; empty: unstated, applied anywhere)
+  std::vector<FittedMachine> fitted_on;
+  core::SourceLocation fitted_on_at;  ///< where a parsed file gives fitted_on
   std::map<std::string, LinearFit> copies;   ///< by copy path
   std::map<std::string, LinearFit> kernels;  ///< by kernel name
   std::optional<core::FlopPerSec> peak;
@@ -94,9 +104,14 @@ Calibration parse_calibration(const std::string& text, const std::string& file);
  *  Throws core::ConfigError when the calibration measured a GPU that is not `cluster`'s device: another device's
  *  numbers would be applied as this one's. */
 void apply_calibration(const Calibration& c, core::ClusterSpec& cluster);
+/** @brief Why `c`'s fitted parameters do not belong to `cluster`, or nullopt when they do: a device parameter
+ *  (device.*) fitted on other devices than `cluster`'s, or a machine parameter (host, network, collectives) fitted
+ *  on other clusters. A calibration that states no fitted_on applies anywhere. */
+std::optional<std::string> fitted_elsewhere(const Calibration& c, const core::ClusterSpec& cluster);
 /** @brief Sets `c`'s fitted parameters in `s`; call it after apply_calibration, so that fits to whole runs win.
  *  Throws core::ConfigError at the parameter's line when `s` has no such parameter or the value is outside its
- *  range for `s` (then nothing is set). */
+ *  range for `s`, and at fitted_on when they were fitted on another machine (fitted_elsewhere); then nothing is
+ *  set. */
 void apply_parameters(const Calibration& c, scenario::Scenario& s);
 
 /** @brief Reads and parses a calibration file. */

@@ -125,6 +125,7 @@ RunFit fit_collectives(const std::vector<CollectiveSample>& samples, const scena
                        const std::vector<std::string>& names) {
   RunFit f;
   f.names = names;
+  f.machines = {{machine.cluster.name, machine.cluster.device.name}};
   for (const auto& name : names) {
     const auto p = find_model_parameter(machine, name);
     if (!p) {

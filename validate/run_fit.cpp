@@ -230,6 +230,9 @@ RunFit fit_runs(const std::vector<Observation>& observations, const std::vector<
                             fmt::format("at least as many fit observations as parameters ({} usable for {})",
                                         used.size(), names.size()));
   }
+  for (const auto* o : used) f.machines.push_back({o->scenario.cluster.name, o->scenario.cluster.device.name});
+  std::sort(f.machines.begin(), f.machines.end());
+  f.machines.erase(std::unique(f.machines.begin(), f.machines.end()), f.machines.end());
   fit_log_ratio(f, [&](const std::vector<double>& x) { return predict_all(used, names, x, engine, threads); },
                 measured_of(used), kScheduleDifferenceStep);
   // Report the fitted set whole, refused runs included.
@@ -270,6 +273,7 @@ std::string render_run_fit(const RunFit& f) {
 
 Calibration run_fit_calibration(const RunFit& f) {
   Calibration c;
+  c.fitted_on = f.machines;
   for (std::size_t k = 0; k < f.names.size(); ++k) {
     FittedParameter p;
     p.value = f.fit.values[k];

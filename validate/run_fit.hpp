@@ -46,6 +46,7 @@ struct RunFit {
   std::vector<double> initial, lower, upper;
   FitResult fit;
   ErrorStats fit_before, fit_after, check_before, check_after;
+  std::vector<FittedMachine> machines;  ///< the fitted runs' machines, sorted, each once
 };
 
 /** @brief Bounded least squares of log(predicted / measured) over f.names from f.initial within [f.lower, f.upper]

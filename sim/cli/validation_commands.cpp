@@ -217,13 +217,27 @@ int cmd_validate(const std::vector<std::string>& args) {
     std::erase_if(sets, [&](const auto& s) { return s.role != role; });
   }
   if (sets.empty()) throw UsageError(fmt::format("no validation sets to run (folder {})", dir));
+  std::string calibrated;  // which rows took the calibration, printed above the table
   if (vm.count("calibration")) {
     const std::string path = vm["calibration"].as<std::string>();
     const auto cal = validate::load_calibration(path);
+    // A calibration fitted on some machines applies to their rows; the others run as they are.
+    std::size_t applied = 0, rows = 0;
     for (auto& set : sets) {
       for (auto& row : set.rows) {
-        if (row.scenario) validate::apply_to_scenario(cal, *row.scenario);
+        if (!row.scenario) continue;
+        ++rows;
+        if (validate::fitted_elsewhere(cal, row.scenario->cluster)) continue;
+        validate::apply_to_scenario(cal, *row.scenario);
+        ++applied;
       }
+    }
+    if (applied < rows) {
+      std::vector<std::string> on;
+      for (const auto& m : cal.fitted_on) on.push_back(fmt::format("{} ({})", m.cluster, m.device));
+      calibrated = fmt::format("calibration {} applied to {} of {} rows: the rows on {}, where it was fitted; the "
+                               "others as the presets have them\n",
+                               path, applied, rows, scenario::join(on));
     }
   }
   const auto report = validate::run_validation(sets, engine, thread_count(vm));
@@ -243,7 +257,7 @@ int cmd_validate(const std::vector<std::string>& args) {
     outputs.add(vm["write-bands"].as<std::string>(), validate::write_error_bands(validate::error_bands(report)));
   }
   outputs.commit();
-  std::cout << validate::render_validation(report, vm.count("rows") > 0);
+  std::cout << calibrated << validate::render_validation(report, vm.count("rows") > 0);
   if (!checks.empty()) std::cout << "\n" << validate::render_collective_checks(checks, vm.count("rows") > 0);
   return kOk;
 }

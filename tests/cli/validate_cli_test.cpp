@@ -331,6 +331,39 @@ TEST(Calibrate, FitsTheA100OnVtrainsFitRowsAndReportsTheHeldOutSet) {
   EXPECT_NE(r.out.find("held-out (check) runs    109 runs"), std::string::npos) << r.out;
 }
 
+// A calibration fitted to runs names the machines they ran on and applies there only: run refuses it on another
+// device (exit 2, at fitted_on), validate applies it to those machines' rows and says so; listing the other machine
+// under fitted_on applies it there too.
+TEST(Calibrate, AFitToRunsAppliesToTheMachinesItWasFittedOn) {
+  const fs::path d = temp_dir("calibrate-machines");
+  const std::string cal = (d / "a100.yaml").string();
+  ASSERT_EQ(run("calibrate --set mosaic-mpt-a100-long --fit device.gemm_efficiency -o '" + cal + "'").code, 0);
+  const std::string text = read(cal);
+  EXPECT_NE(text.find("fitted_on:"), std::string::npos) << text;
+  EXPECT_NE(text.find("{cluster: \"dgx-a100\", device: \"A100 SXM4 80GB\"}"), std::string::npos) << text;
+
+  const std::string h100 = (d / "h100.yaml").string();
+  std::ofstream(h100) << "model: {preset: llama2-7b}\ncluster: {preset: dgx-h100, nodes: 1}\nplan: {zero_stage: 3}\n";
+  const Outcome refused = run("run '" + h100 + "' --calibration '" + cal + "'");
+  EXPECT_EQ(refused.code, 2);
+  EXPECT_NE(refused.out.find("fitted_on: a calibration for the machines it was fitted on"), std::string::npos)
+      << refused.out;
+  EXPECT_NE(refused.out.find("'H100 SXM 80GB'"), std::string::npos) << refused.out;
+
+  const Outcome mixed = run("validate megatron-selene h100-fsdp-steps --calibration '" + cal + "'");
+  ASSERT_EQ(mixed.code, 0) << mixed.out;
+  EXPECT_NE(mixed.out.find("applied to 10 of 22 rows: the rows on dgx-a100 (A100 SXM4 80GB)"), std::string::npos)
+      << mixed.out;
+
+  std::string widened = text;
+  widened.insert(widened.find("parameters:"), "  - {cluster: dgx-h100, device: H100 SXM 80GB}\n");
+  std::ofstream(cal) << widened;
+  EXPECT_EQ(run("run '" + h100 + "' --calibration '" + cal + "'").code, 0);
+  std::ofstream(cal) << "fitted_on: {cluster: dgx-a100}\nparameters:\n  device.gemm_efficiency: 0.7\n";
+  EXPECT_EQ(run("run '" + h100 + "' --calibration '" + cal + "'").code, 2);  // not a list
+  fs::remove_all(d);
+}
+
 // `shardsim collective` prints a machine's collective as nccl-tests would and writes the same rows as JSON.
 TEST(Collective, PrintsAndWritesTheLibrarysChoiceSizeBySize) {
   const fs::path d = temp_dir("collective-json");
