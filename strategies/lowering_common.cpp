@@ -150,6 +150,15 @@ NvmeSwap nvme_optimizer_swap(const core::ClusterSpec& cluster, const core::PlanS
   return NvmeSwap{r + (groups - 1.0) * (std::max({r, a, w}) - a), w};
 }
 
+void deepspeed_zero_step(const core::ClusterSpec& cluster, const core::ModelSpec& model, double params,
+                         StepLowering& step) {
+  step.optimizer_bytes = optimizer_step_bytes(model, params) + deepspeed_step_bytes(model, params);
+  // Each pass streams a flat partition (one tensor per parameter group), as a device-to-device copy does.
+  const double rate = cluster.device.hbm_bandwidth.value() * cluster.device.stream_efficiency_in_use();
+  step.optimizer_time = core::Seconds(step.optimizer_bytes.value() / rate);
+  step.host_time = cluster.host.zero_step;
+}
+
 void lower_optimizer_step(graph::TaskGraph& g, const StepLowering& step) {
   using graph::Purpose;
   using graph::TaskId;
@@ -178,9 +187,16 @@ void lower_optimizer_step(graph::TaskGraph& g, const StepLowering& step) {
       for (TaskId r : step.reductions) g.add_dep(t, r);
     }
   };
-  const TaskId opt =
-      g.add_compute(step.role, graph::Phase::kOptimizer, -1, -1, core::Flops(0.0), step.optimizer_bytes);
+  std::optional<TaskId> host;
+  if (step.host_time.value() > 0.0) {
+    host = g.add_host_work(step.role, Purpose::kFramework, graph::Phase::kOptimizer, step.host_time, -1, -1);
+    after_reductions(*host);
+    if (step.backward_end) g.add_dep(*host, *step.backward_end);
+  }
+  const TaskId opt = g.add_compute(step.role, graph::Phase::kOptimizer, -1, -1, core::Flops(0.0), step.optimizer_bytes,
+                                   step.optimizer_time);
   after_reductions(opt);
+  if (host) g.add_dep(opt, *host);
   std::optional<TaskId> upload;
   if (step.host_optimizer_bytes > 0.0) {
     // ZeRO-Offload: CPU Adam on the host's share, then the updated fp16 parameters back over the host link.

@@ -132,6 +132,12 @@ inline void add_forward_transient(graph::TaskGraph& g, graph::TaskId f, const Un
   g.add_mem(f, true, graph::MemKind::kLogits, core::Bytes(-c.fwd_transient.value()));
 }
 
+/** @brief DeepSpeed ZeRO's optimizer step (stages 1-3) on `params` elements of this rank's partition: Adam and the
+ *  passes around it (deepspeed_step_bytes) over flat fp32 buffers, at the device's streaming rate, after the host's
+ *  time in step() (HostSpec::zero_step). */
+void deepspeed_zero_step(const core::ClusterSpec& cluster, const core::ModelSpec& model, double params,
+                         struct StepLowering& step);
+
 /** @brief The end of an iteration on one rank role: the scalar gradient-norm all-reduce when gradients are
  *  sharded, the optimizer step (memory-bound), and the all-gather of updated parameter shards into the
  *  parameter layout, `gather_piece` bytes at a time (DeepSpeed's allgather_bucket_size). */
@@ -145,6 +151,11 @@ struct StepLowering {
   std::optional<std::uint16_t> model_parallel_group;
   std::vector<graph::TaskId> stage_ends;
   core::Bytes optimizer_bytes;               ///< memory traffic of the Adam step on this rank's shard
+  /// the step's kernels' time when the strategy times them (< 0: optimizer_bytes at the memory-bound rate)
+  core::Seconds optimizer_time{-1.0};
+  /// the framework's host time in the step before its kernels, after the gradients are reduced (it reads the
+  /// norm back: a synchronisation)
+  core::Seconds host_time{0.0};
   std::optional<std::uint16_t> gather_group; ///< set when updated parameters must be gathered
   double gather_bytes = 0.0;                 ///< the full output of that gather
   core::Bytes gather_piece;

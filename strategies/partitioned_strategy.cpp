@@ -558,7 +558,7 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
   const double on_device = shard * (plan.offload.optimizer ? 1.0 - plan.offload.ratio : 1.0);
   step.optimizer_bytes = optimizer_step_bytes(model, on_device);
   if (plan.framework == core::Framework::kDeepSpeed && plan.zero_stage >= 1) {
-    step.optimizer_bytes = step.optimizer_bytes + deepspeed_step_bytes(model, on_device);
+    deepspeed_zero_step(cluster, model, on_device, step);
   }
   if (bf16_optimizer) step.optimizer_bytes += bf16_optimizer_step_bytes(costs.params_per_rank, shard, pb);
   if (plan.offload.optimizer) {

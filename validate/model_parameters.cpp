@@ -75,6 +75,9 @@ std::string rank_slice_source(const Scenario&, const std::string&) {
 std::string module_hook_source(const Scenario&, const std::string&) {
   return "fitted on h100-deepspeed-fit (DeepSpeed 0.14 ZeRO-3 on one H100); other hosts [guess]";
 }
+std::string zero_step_source(const Scenario&, const std::string&) {
+  return "fitted on h100-deepspeed-fit (DeepSpeed 0.14 ZeRO-1/2/3 steps on one H100); other hosts [guess]";
+}
 std::string host_memory_source(const Scenario&, const std::string&) {
   return "fitted on offload-single (CPU Adam on a Polaris EPYC host); other hosts [guess]";
 }
@@ -98,8 +101,8 @@ void set_host_value(Scenario& s, const std::string&, double v) {
 constexpr double kMinScale = core::CollectiveLibrarySpec::kMinLatencyScale;
 constexpr double kMaxScale = core::CollectiveLibrarySpec::kMaxLatencyScale;
 
-const std::array<Kind, 33>& kinds() {
-  static const std::array<Kind, 33> kKinds = {{
+const std::array<Kind, 34>& kinds() {
+  static const std::array<Kind, 34> kKinds = {{
       {"device.gemm_efficiency", "", true, false, 0.2, 0.95, efficiency_source,
        [](const Scenario& s, const std::string&) { return s.cluster.device.gemm_efficiency; },
        [](Scenario& s, const std::string&, double v) { s.cluster.device.gemm_efficiency = v; }},
@@ -134,6 +137,9 @@ const std::array<Kind, 33>& kinds() {
       // DeepSpeed ZeRO-3's Python hooks and fetch coordinator per submodule.
       {"host.module_hook", "s", true, false, 0.0, 5e-3, module_hook_source, host_value<&HostSpec::module_hook>,
        set_host_value<&HostSpec::module_hook>},
+      // DeepSpeed ZeRO's step() on the host: from a lean loop to Python checks that synchronise per group.
+      {"host.zero_step", "s", true, false, 0.0, 50e-3, zero_step_source, host_value<&HostSpec::zero_step>,
+       set_host_value<&HostSpec::zero_step>},
       // From fused model code on a fast host to eager Python modules (Hugging Face LLaMA on an H100 host: 1.34 and
       // 2.18 ms per block, validate/results/).
       {"host.block_forward", "s", true, false, 0.0, 10e-3, host_source, host_value<&HostSpec::block_forward>,

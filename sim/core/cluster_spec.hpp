@@ -122,9 +122,17 @@ inline constexpr double kMeasuredTensorHookS = 0.0917e-3;
 /// every module with parameters, the fetch coordinator's trace and prefetch bookkeeping, the gather's launch and
 /// the release (deepspeed@v0.14.0 runtime/zero/parameter_offload.py, partitioned_param_coordinator.py). Fitted on
 /// the h100-deepspeed-fit set (DeepSpeed 0.14.4 ZeRO-3 steps on one H100, validate/ds_steps.py) together with the
-/// host's page faults (kFittedPageFaultS; the test HostHooks.ModuleHookAndPageFaultAreTheFitOfTheDeepSpeedSteps
-/// refits both), 317 us +- 72; other hosts [guess].
+/// host's page faults (kFittedPageFaultS) and ZeRO's step() (kFittedZeroStepS; the test
+/// HostHooks.ModuleHookAndPageFaultAreTheFitOfTheDeepSpeedSteps refits the three), 311 us +- 64; other hosts [guess].
 inline constexpr double kFittedModuleHookS = 0.3116e-3;
+/// DeepSpeed ZeRO's host time in step() beside its kernels: the overflow and clipping checks that read the
+/// gradient norm back to the host (a synchronisation: unscale_and_clip_grads' `clip > 1`), the loops over the
+/// parameter groups and their flat partitions, the timers (deepspeed@v0.14.0 runtime/zero/stage_1_and_2.py and
+/// stage3.py step()). On one H100 the ZeRO-1/2/3 steps take this plus their bytes at the device's streaming rate
+/// (h100-deepspeed-fit: 3.2 ms + 25 ms per billion parameters, 70 bytes each); fitted there with
+/// kFittedModuleHookS and kFittedPageFaultS (the test HostHooks.ModuleHookAndPageFaultAreTheFitOfTheDeepSpeedSteps
+/// refits the three); other hosts [guess].
+inline constexpr double kFittedZeroStepS = 3.964e-3;
 /// Eager PyTorch's host time to run one transformer block, forward and backward (the Python modules, autograd,
 /// the kernel launches), measured on the same host: plain Hugging Face LLaMA steps with 8, 16 and 32 blocks of
 /// hidden 256 (too small for the GPU to set the pace), the least-squares slope of the forward and backward spans
@@ -201,6 +209,8 @@ struct HostSpec {
   Seconds tensor_hook{kMeasuredTensorHookS};
   /// DeepSpeed ZeRO-3's time per submodule and pass (kFittedModuleHookS), in place of fetch_hook's per FSDP unit.
   Seconds module_hook{kFittedModuleHookS};
+  /// DeepSpeed ZeRO's host time per optimizer step beside its kernels (kFittedZeroStepS).
+  Seconds zero_step{kFittedZeroStepS};
   std::string hook_source =
       "measured with Hugging Face LLaMA, FSDP2 and DeepSpeed 0.14 on an H100 host (validate/results/; DeepSpeed's "
       "per submodule fitted there); other code and hosts [guess]";

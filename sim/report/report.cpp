@@ -237,7 +237,8 @@ std::string render_table(const scenario::Scenario& s, const scenario::Evaluation
                      lib.latency_scale, net, lib.source);
   }
   const strategies::BlockHostTimes blocks = strategies::block_host_times(c.host, s.plan);
-  o += fmt::format("host      {} blocks {:.3g} / {:.3g} ms (forward / backward){}, {}\n",
+  const bool zero_step = s.plan.framework == core::Framework::kDeepSpeed && s.plan.zero_stage >= 1;
+  o += fmt::format("host      {} blocks {:.3g} / {:.3g} ms (forward / backward){}{}, {}\n",
                    s.plan.fused_model_code() ? "fused" : "eager", blocks.forward.value() * 1e3, blocks.backward.value() * 1e3,
                    strategies::assembles_units(s.plan)
                        ? fmt::format("; framework hooks {:.3g} ms per {} + {:.3g} ms per parameter tensor, each pass{}",
@@ -252,6 +253,7 @@ std::string render_table(const scenario::Scenario& s, const scenario::Evaluation
                                                        c.host.rank_slice.value() * 1e6, c.host.gather_split.value() * 1e6)
                                          : std::string())
                        : std::string(),
+                   zero_step ? fmt::format("; ZeRO's step() {:.3g} ms", c.host.zero_step.value() * 1e3) : std::string(),
                    c.host.hook_source);
   o += fmt::format("plan      {}\n", plan_line(s, ev));
   if (const auto f = deepspeed_fetches(s, ev)) {
@@ -519,6 +521,7 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
                    {{"fetch_hook_s", c.host.fetch_hook.value()},
                     {"tensor_hook_s", c.host.tensor_hook.value()},
                     {"module_hook_s", c.host.module_hook.value()},
+                    {"zero_step_s", c.host.zero_step.value()},
                     {"block_forward_s", c.host.block_forward.value()},
                     {"block_backward_s", c.host.block_backward.value()},
                     {"megatron_block_forward_s", c.host.megatron_block_forward.value()},

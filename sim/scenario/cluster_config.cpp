@@ -49,7 +49,8 @@ void apply_device(const ConfigNode& n, core::DeviceSpec& d) {
 }
 
 void apply_host(const ConfigNode& n, core::HostSpec& h) {
-  n.expect_map({"memory", "memory_bandwidth", "link_bandwidth", "fetch_hook", "tensor_hook", "module_hook", "block_forward",
+  n.expect_map({"memory", "memory_bandwidth", "link_bandwidth", "fetch_hook", "tensor_hook", "module_hook", "zero_step",
+                "block_forward",
                 "block_backward", "megatron_block_forward", "megatron_block_backward", "rank_slice", "gather_split",
                 "pageable_d2h",
                 "pageable_h2d", "page_fault", "memory_efficiency", "nvme_read", "nvme_write", "nvme_capacity"});
@@ -63,7 +64,7 @@ void apply_host(const ConfigNode& n, core::HostSpec& h) {
   if (auto v = n.find("pageable_d2h")) h.pageable_d2h = v->as_bandwidth();
   if (auto v = n.find("pageable_h2d")) h.pageable_h2d = v->as_bandwidth();
   for (auto [key, field] : {std::pair{"fetch_hook", &h.fetch_hook}, std::pair{"tensor_hook", &h.tensor_hook},
-                            std::pair{"module_hook", &h.module_hook},
+                            std::pair{"module_hook", &h.module_hook}, std::pair{"zero_step", &h.zero_step},
                             std::pair{"block_forward", &h.block_forward}, std::pair{"block_backward", &h.block_backward},
                             std::pair{"megatron_block_forward", &h.megatron_block_forward},
                             std::pair{"megatron_block_backward", &h.megatron_block_backward},

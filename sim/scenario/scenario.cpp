@@ -962,13 +962,13 @@ std::string cluster_to_yaml(const core::ClusterSpec& c) {
   o += fmt::format("  compute_units: {}\n  kernel_overhead: {}us\n", c.device.compute_units,
                    c.device.kernel_overhead.value() * 1e6);
   o += fmt::format("host: {{memory: {}, memory_bandwidth: {}GB/s, link_bandwidth: {}GB/s, fetch_hook: {}us, "
-                   "tensor_hook: {}us, module_hook: {}us, block_forward: {}us, block_backward: {}us, megatron_block_forward: {}us, "
+                   "tensor_hook: {}us, module_hook: {}us, zero_step: {}us, block_forward: {}us, block_backward: {}us, megatron_block_forward: {}us, "
                    "megatron_block_backward: {}us, rank_slice: {}us, gather_split: {}us, pageable_d2h: {}GB/s, "
                    "pageable_h2d: {}GB/s, "
                    "page_fault: {}us, memory_efficiency: {}{}}}\n",
                    yaml_bytes(c.host.memory.value()), c.host.memory_bandwidth.value() / 1e9,
                    c.host.link_bandwidth.value() / 1e9, c.host.fetch_hook.value() * 1e6, c.host.tensor_hook.value() * 1e6,
-                   c.host.module_hook.value() * 1e6, c.host.block_forward.value() * 1e6, c.host.block_backward.value() * 1e6,
+                   c.host.module_hook.value() * 1e6, c.host.zero_step.value() * 1e6, c.host.block_forward.value() * 1e6, c.host.block_backward.value() * 1e6,
                    c.host.megatron_block_forward.value() * 1e6, c.host.megatron_block_backward.value() * 1e6,
                    c.host.rank_slice.value() * 1e6, c.host.gather_split.value() * 1e6, c.host.pageable_d2h.value() / 1e9,
                    c.host.pageable_h2d.value() / 1e9,

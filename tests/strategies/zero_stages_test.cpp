@@ -178,7 +178,7 @@ TEST(ZeroStages, OverlapNeverHurtsAndOffPutsEverythingOnTheComputeStream) {
     // Without the framework's host thread (below): the GPU's streams alone.
     auto no_host = [](core::ClusterSpec& c) {
       c.host.fetch_hook = c.host.tensor_hook = c.host.module_hook = c.host.block_forward = c.host.block_backward =
-          c.host.rank_slice = c.host.gather_split = core::Seconds(0.0);
+          c.host.rank_slice = c.host.gather_split = c.host.zero_step = core::Seconds(0.0);
     };
     Lowered on(stage, 2);
     on.plan.overlap_comm = true;
@@ -222,9 +222,11 @@ TEST(ZeroStages, FrameworkHooksRunOnTheHostAheadOfTheComputeTheyIssue) {
   const int blocks = 4;
   const double eager = blocks * (host.block_forward + host.block_backward).value();
   const int buckets = z3.count_by_purpose()[Purpose::kGradReduce];
-  EXPECT_EQ(hooks, 2 * static_cast<int>(z3.costs.units.size()) + buckets);
+  // ... and DeepSpeed's step() once, before the optimizer's kernels.
+  EXPECT_EQ(hooks, 2 * static_cast<int>(z3.costs.units.size()) + buckets + 1);
   EXPECT_NEAR(hook_time,
-              2.0 * host.deepspeed_hook_time(modules, modules).value() + eager + 8.0 * modules * host.rank_slice.value(),
+              2.0 * host.deepspeed_hook_time(modules, modules).value() + eager + 8.0 * modules * host.rank_slice.value() +
+                  host.zero_step.value(),
               1e-12);
   // Every forward and backward compute waits on a hook.
   for (graph::TaskId t = 0; t < z3.g.size(); ++t) {
@@ -243,14 +245,49 @@ TEST(ZeroStages, FrameworkHooksRunOnTheHostAheadOfTheComputeTheyIssue) {
   engine::AnalyticalEngine eng(slow.cluster, core::CollectiveAlgorithm::kAuto);
   EXPECT_GE(eng.run(slow.g).iteration_time.value(), 2.0 * modules * slow.cluster.host.module_hook.value());
   // Without sharded parameters the thread runs the blocks' eager code and, for ZeRO-1/2, DeepSpeed's visit of
-  // every gradient in backward (a tensor hook's time each).
+  // every gradient in backward (a tensor hook's time each) and its step().
   for (int stage = 0; stage <= 2; ++stage) {
     const Lowered s(stage, 1);
     double t = 0.0;
     for (const auto& task : s.g.tasks()) {
       if (task.purpose == Purpose::kFramework) t += task.time_s;
     }
-    EXPECT_NEAR(t, eager + (stage > 0 ? modules * host.tensor_hook.value() : 0.0), 1e-12) << "stage " << stage;
+    EXPECT_NEAR(t, eager + (stage > 0 ? modules * host.tensor_hook.value() + host.zero_step.value() : 0.0), 1e-12)
+        << "stage " << stage;
+  }
+}
+
+// DeepSpeed ZeRO's step streams its flat partitions (Adam and the passes around it) at the device's streaming rate,
+// after step()'s host time, which waits for the gradients (it reads their norm back); the plain step keeps the
+// memory-bound rate and no host time.
+TEST(ZeroStages, DeepSpeedsStepStreamsItsPartitionsAfterItsHostTime) {
+  for (int stage = 1; stage <= 3; ++stage) {
+    const Lowered z(stage, 1);
+    const auto& d = z.cluster.device;
+    std::optional<graph::TaskId> opt;
+    for (graph::TaskId t = 0; t < z.g.size(); ++t) {
+      if (z.g.tasks()[t].phase == graph::Phase::kOptimizer && z.g.tasks()[t].kind == TaskKind::kCompute) opt = t;
+    }
+    ASSERT_TRUE(opt) << "stage " << stage;
+    const auto& task = z.g.tasks()[*opt];
+    EXPECT_NEAR(task.time_s, task.bytes / (d.hbm_bandwidth.value() * d.stream_efficiency_in_use()), 1e-15);
+    const double shard = z.costs.params_per_rank / z.plan.shards().optimizer;
+    EXPECT_NEAR(task.bytes, (optimizer_step_bytes(z.model, shard) + deepspeed_step_bytes(z.model, shard)).value(), 1e-3);
+    bool after_host = false;
+    for (graph::TaskId dep : z.g.deps(*opt)) {
+      const auto& h = z.g.tasks()[dep];
+      after_host |= h.kind == TaskKind::kHostCompute && h.phase == graph::Phase::kOptimizer &&
+                    h.time_s == z.cluster.host.zero_step.value();
+    }
+    EXPECT_TRUE(after_host) << "stage " << stage;
+  }
+  const Lowered plain(0, 1);
+  for (const auto& task : plain.g.tasks()) {
+    if (task.phase != graph::Phase::kOptimizer) continue;
+    EXPECT_NE(task.kind, TaskKind::kHostCompute);
+    if (task.kind == TaskKind::kCompute) {
+      EXPECT_LT(task.time_s, 0.0);  // bytes at the memory-bound rate
+    }
   }
 }
 
