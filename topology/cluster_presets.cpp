@@ -395,8 +395,11 @@ core::ClusterSpec make_a800() {
   c.host.memory_bandwidth = BytesPerSec(409.6 * GBps);  // [unverified] two-socket DDR4-3200 server
   c.host.link_bandwidth = BytesPerSec(32.0 * GBps);     // PCIe Gen4 x16 (A1)
   c.levels = {
-      // NVLink 400 GB/s bidirectional per GPU = 200 GB/s per direction (A2).
-      level("nvswitch", 8, 200.0, 1, 2.0, "A2 (NVLink 400 GB/s bidirectional per GPU); latency [guess]"),
+      // NVLink 400 GB/s bidirectional per GPU = 200 GB/s per direction (A2): 8 of the A100's 12 links, behind the
+      // same NVSwitches, so NCCL gets the share of it that the DGX A100 fit found of its 300 GB/s (217), at that
+      // fit's step latency.
+      level("nvswitch", 8, 200.0 * kA100NvswitchBandwidth / 300.0, 1, kA100NvswitchLatency,
+            "A2 (NVLink 400 GB/s bidirectional per GPU) at the share and step NCCL reaches on DGX A100 (vTrain fit)"),
       // 4 x HDR 200 Gb/s per node (800 Gb/s, no SHARP): one 25 GB/s port per two GPUs (AMSP v2 Sec. VI-A).
       level("infiniband", 1 << 20, 25.0, 2, 4.0, "AMSP v2 Sec. VI-A (4 x HDR per node); latency [guess]"),
   };
