@@ -63,6 +63,12 @@ std::vector<double> measured_of(const std::vector<const Observation*>& obs) {
   return m;
 }
 
+// The group of an observation: the set of a "set/row" id, the file of a "runs.csv:line" one.
+std::string group_of(const std::string& id) {
+  const auto cut = id.find_first_of("/:");
+  return cut == std::string::npos ? id : id.substr(0, cut);
+}
+
 }  // namespace
 
 ErrorStats error_stats(const std::vector<std::optional<double>>& predicted, const std::vector<double>& measured) {
@@ -82,6 +88,28 @@ ErrorStats error_stats(const std::vector<std::optional<double>>& predicted, cons
     e.bias /= e.count;
   }
   return e;
+}
+
+void add_groups(RunFit& f, const std::vector<const Observation*>& obs, const std::vector<std::optional<double>>& before,
+                const std::vector<std::optional<double>>& after, bool held_out) {
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<std::size_t>> members;
+  for (std::size_t i = 0; i < obs.size(); ++i) {
+    const std::string g = group_of(obs[i]->id);
+    auto [it, fresh] = members.try_emplace(g);
+    if (fresh) order.push_back(g);
+    it->second.push_back(i);
+  }
+  for (const auto& g : order) {
+    std::vector<std::optional<double>> b, a;
+    std::vector<double> m;
+    for (const std::size_t i : members[g]) {
+      b.push_back(before[i]);
+      a.push_back(after[i]);
+      m.push_back(obs[i]->measured);
+    }
+    f.groups.push_back({g, held_out, error_stats(b, m), error_stats(a, m)});
+  }
 }
 
 void fit_log_ratio(RunFit& f, const std::function<std::vector<std::optional<double>>(const std::vector<double>&)>& predict,
@@ -219,7 +247,6 @@ RunFit fit_runs(const std::vector<Observation>& observations, const std::vector<
     f.upper.push_back(p->upper);
   }
   const auto before_fit = predict_all(fit_obs, names, f.initial, engine, threads);
-  f.check_before = error_stats(predict_all(check_obs, names, f.initial, engine, threads), measured_of(check_obs));
   // Observations the model refuses at the start stay out of the fit (they are counted as refused).
   std::vector<const Observation*> used;
   for (std::size_t i = 0; i < fit_obs.size(); ++i) {
@@ -236,9 +263,15 @@ RunFit fit_runs(const std::vector<Observation>& observations, const std::vector<
   fit_log_ratio(f, [&](const std::vector<double>& x) { return predict_all(used, names, x, engine, threads); },
                 measured_of(used), kScheduleDifferenceStep);
   // Report the fitted set whole, refused runs included.
+  const auto after_fit = predict_all(fit_obs, names, f.fit.values, engine, threads);
+  const auto check_before = predict_all(check_obs, names, f.initial, engine, threads);
+  const auto check_after = predict_all(check_obs, names, f.fit.values, engine, threads);
   f.fit_before = error_stats(before_fit, measured_of(fit_obs));
-  f.fit_after = error_stats(predict_all(fit_obs, names, f.fit.values, engine, threads), measured_of(fit_obs));
-  f.check_after = error_stats(predict_all(check_obs, names, f.fit.values, engine, threads), measured_of(check_obs));
+  f.fit_after = error_stats(after_fit, measured_of(fit_obs));
+  f.check_before = error_stats(check_before, measured_of(check_obs));
+  f.check_after = error_stats(check_after, measured_of(check_obs));
+  add_groups(f, fit_obs, before_fit, after_fit, false);
+  add_groups(f, check_obs, check_before, check_after, true);
   return f;
 }
 
@@ -268,6 +301,15 @@ std::string render_run_fit(const RunFit& f) {
   };
   o += line("fitted runs", f.fit_before, f.fit_after);
   o += line("held-out (check) runs", f.check_before, f.check_after);
+  if (f.groups.size() > 1) {
+    o += "  per set:\n";
+    for (const auto& g : f.groups) {
+      o += fmt::format("    {:<24} {:<5} {:>5} runs: mean |error| {:5.1f}% -> {:5.1f}%, bias {:+6.1f}% -> {:+6.1f}%{}\n", g.group,
+                       g.held_out ? "check" : "fit", g.after.count, 100.0 * g.before.mean_abs, 100.0 * g.after.mean_abs,
+                       100.0 * g.before.bias, 100.0 * g.after.bias,
+                       g.after.mean_abs > g.before.mean_abs + 5e-4 ? "  (worse)" : "");
+    }
+  }
   return o;
 }
 

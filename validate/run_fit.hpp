@@ -41,13 +41,27 @@ struct ErrorStats {
 /** @brief Signed relative errors of `predicted` against `measured` (same length); nullopt: refused. */
 ErrorStats error_stats(const std::vector<std::optional<double>>& predicted, const std::vector<double>& measured);
 
+/** @brief The errors of one group of runs (a validation set, or a runs file) before and after a fit. */
+struct GroupFit {
+  std::string group;  ///< the set id ("set" of "set/row" ids) or the runs file
+  bool held_out = false;
+  ErrorStats before, after;
+};
+
 struct RunFit {
   std::vector<std::string> names, units, sources;
   std::vector<double> initial, lower, upper;
   FitResult fit;
   ErrorStats fit_before, fit_after, check_before, check_after;
   std::vector<FittedMachine> machines;  ///< the fitted runs' machines, sorted, each once
+  /// per set (or runs file), fitted ones first, in the order the runs came: where the fit helps and where it hurts
+  std::vector<GroupFit> groups;
 };
+
+/** @brief Appends to f.groups the errors before and after of `obs` (predictions `before`, `after`), one entry per
+ *  set or runs file, in the order they first appear. */
+void add_groups(RunFit& f, const std::vector<const Observation*>& obs, const std::vector<std::optional<double>>& before,
+                const std::vector<std::optional<double>>& after, bool held_out);
 
 /** @brief Bounded least squares of log(predicted / measured) over f.names from f.initial within [f.lower, f.upper]
  *  (set by the caller); `predict` gives one value per measurement for parameter values x (nullopt: the model

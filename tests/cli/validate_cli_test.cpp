@@ -329,6 +329,10 @@ TEST(Calibrate, FitsTheA100OnVtrainsFitRowsAndReportsTheHeldOutSet) {
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("fitted runs             1440 runs"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("held-out (check) runs    109 runs"), std::string::npos) << r.out;
+  // ... and each set apart, the fitted one first.
+  const auto per_set = r.out.find("  per set:\n    vtrain-single            fit    1440 runs: mean |error|");
+  EXPECT_NE(per_set, std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("    vtrain-multi             check   109 runs: mean |error|", per_set), std::string::npos) << r.out;
 }
 
 // A calibration fitted to runs names the machines they ran on and applies there only: run refuses it on another
