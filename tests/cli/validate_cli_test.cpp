@@ -92,12 +92,13 @@ TEST(Validate, PaperClaims) {
       // 0.60x -> 0.45x and 1.35x -> 1.93x once DeepSpeed's host waits for the third-last reduction and fetch;
       // 0.42x and 1.83x with its coordinator's coalesced prefetches, live bound, reuse distance and gather splits;
       // 0.46x and 1.72x with the A100's flash attention fitted (the one-node run slows more than the 1,024-GPU one).
-      {"zero3-13b-8-to-1024", {false, 0.480}},
-      // MiCS runs as DeepSpeed's ZeRO-3 (its optimizer's step and host work): 0.98-1.00x before.
-      {"amsp-over-mics-7b", {false, 1.000}},
-      {"amsp-over-mics-13b", {false, 1.017}},
-      {"amsp-over-mics-30b", {false, 0.961}},
-      {"amsp-over-zeropp-13b", {false, 1.646}},
+      {"zero3-13b-8-to-1024", {false, 0.487}},
+      // MiCS runs as DeepSpeed's ZeRO-3 (its optimizer's step and host work): 0.98-1.00x before; 1.01-1.09x with
+      // AMSP's plans on InternEvo's fused model code.
+      {"amsp-over-mics-7b", {false, 1.069}},
+      {"amsp-over-mics-13b", {false, 1.085}},
+      {"amsp-over-mics-30b", {false, 1.012}},
+      {"amsp-over-zeropp-13b", {false, 1.742}},
       {"overlap-13b-m1", {true, 0}},
       {"overlap-30b-m1", {true, 0}},
       {"rank-7b-1024", {false, 0}},
