@@ -154,6 +154,25 @@ core::Seconds KernelModel::memory(double bytes, int kernels) const { return pass
 
 core::Seconds KernelModel::stream(double bytes, int kernels) const { return passes(bytes, kernels, stream_rate_); }
 
+RecomputedWork recomputed_work(const core::ModelSpec& m, const core::PlanSpec& plan) {
+  RecomputedWork w;
+  switch (plan.recompute) {
+    case core::Recompute::kNone: break;
+    case core::Recompute::kSelective: w.attention = !plan.flash_attention; break;
+    case core::Recompute::kSelectiveOp: {
+      const std::vector<GemmShape> seq = block_matmul_sequence(m, plan);
+      for (std::size_t i = 0; i < seq.size(); ++i) {
+        if (!op_policy_saves(i)) w.matmuls.push_back(seq[i]);
+      }
+      w.elementwise = true;
+      w.attention = !plan.flash_attention;
+      break;
+    }
+    case core::Recompute::kFull: w.forward = true; break;
+  }
+  return w;
+}
+
 LayerTimes time_layers(const core::ModelSpec& m, const core::PlanSpec& plan, const core::DeviceSpec& device) {
   const KernelModel km(device, m.param_dtype);
   const double t = plan.tp;
@@ -206,20 +225,13 @@ LayerTimes time_layers(const core::ModelSpec& m, const core::PlanSpec& plan, con
   LayerTimes out;
   out.block.fwd = lin_fwd + att_fwd + mem_fwd + cast_fwd;
   out.block.bwd = lin_bwd + att_bwd + mem_bwd + cast_bwd;
-  switch (plan.recompute) {
-    case core::Recompute::kNone: break;
-    case core::Recompute::kSelective: out.block.recompute = plan.flash_attention ? core::Seconds(0.0) : att_fwd; break;
-    case core::Recompute::kSelectiveOp: {
-      // Each second matmul again, and everything but the matmuls and the fused attention: the memory-bound work,
-      // and the unfused attention's (torch's math attention is not on the policy's save list).
-      const std::vector<GemmShape> seq = block_matmul_sequence(m, plan);
-      for (std::size_t i = 0; i < seq.size(); ++i) {
-        if (!op_policy_saves(i)) out.block.recompute += lin.gemm(seq[i]);
-      }
-      out.block.recompute += mem_fwd + cast_fwd + (plan.flash_attention ? core::Seconds(0.0) : att_fwd);
-      break;
-    }
-    case core::Recompute::kFull: out.block.recompute = out.block.fwd; break;
+  const RecomputedWork again = recomputed_work(m, plan);
+  if (again.forward) {
+    out.block.recompute = out.block.fwd;
+  } else {
+    for (const auto& g : again.matmuls) out.block.recompute += lin.gemm(g);
+    const core::Seconds att = again.attention ? att_fwd : core::Seconds(0.0);
+    out.block.recompute += again.elementwise ? mem_fwd + cast_fwd + att : att;
   }
   // ---- embedding: lookup (+ learned positions) forward, scatter-add of its gradient backward ----
   const int emb_kernels = m.position == core::PositionKind::kLearned ? 2 : 1;

@@ -55,6 +55,18 @@ std::vector<GemmShape> block_matmul_sequence(const core::ModelSpec& model, const
  *  reaches the policy's dispatch mode as aten.mm before the subclass runs _scaled_mm. */
 [[nodiscard]] inline bool op_policy_saves(std::size_t index) { return index % 2 == 0; }
 
+/** @brief The work a block's backward runs again under `plan`'s recomputation, as both the flat-rate costs
+ *  (model_costs) and the kernel timing (time_layers) count it: the whole forward (full); else the unfused attention
+ *  (selective, and op-level without FlashAttention: torch's math attention is not on its save list), the
+ *  memory-bound work and float8 casts (op-level) and the matmuls the op-level policy does not save. */
+struct RecomputedWork {
+  bool forward = false;
+  bool attention = false;
+  bool elementwise = false;
+  std::vector<GemmShape> matmuls;  ///< in block_matmul_sequence order
+};
+RecomputedWork recomputed_work(const core::ModelSpec& model, const core::PlanSpec& plan);
+
 /** @brief What the float8 casts move for a block's linears (Float8Spec), per micro-batch on one rank, as streaming
  *  passes. Transformer Engine's delayed scaling: each linear's input and weight forward and output gradient
  *  backward in one cast-transpose each ((e + 2) bytes per element). torchao's tensorwise, eager: each linear reads

@@ -167,39 +167,39 @@ ModelCosts compute_model_costs(const core::ModelSpec& m, const core::PlanSpec& p
       break;
     case core::Recompute::kSelective:
       blk.act_saved = core::Bytes(full_block);
-      if (!plan.flash_attention) {
-        blk.act_transient = core::Bytes(score_bytes / t);
-        blk.recompute_flops = scores;
-        blk.recompute_mem = core::Bytes(score_traffic);
-      }
+      if (!plan.flash_attention) blk.act_transient = core::Bytes(score_bytes / t);
       break;
     case core::Recompute::kSelectiveOp: {
       // Saved: the block's input, the outputs of the matmuls the policy keeps, the attention's output with its
       // fp32 log-sum-exp per head and token (flash) or nothing of it (torch's math attention, recomputed).
-      // Recomputed in the backward: the other matmuls and every elementwise operation, whose outputs are transient.
+      // Recomputed in the backward (recomputed_work): the other matmuls and every elementwise operation, whose
+      // outputs are transient.
       const std::vector<GemmShape> seq = block_matmul_sequence(m, plan);
       double saved = tokens * h * e / (plan.sequence_parallel ? t : 1.0);
-      double flops = 0.0;
       for (std::size_t i = 0; i < seq.size(); ++i) {
-        if (op_policy_saves(i)) {
-          saved += seq[i].m * seq[i].n * e;
-        } else {
-          flops += 2.0 * seq[i].m * seq[i].n * seq[i].k;
-        }
+        if (op_policy_saves(i)) saved += seq[i].m * seq[i].n * e;
       }
       if (plan.flash_attention) saved += tokens * (h * e + a * 4.0) / t;
       blk.act_saved = core::Bytes(saved);
       blk.act_transient = core::Bytes(all_activations);
-      blk.recompute_flops = core::Flops(flops) + (plan.flash_attention ? core::Flops(0.0) : scores);
-      blk.recompute_mem = core::Bytes(elementwise + casts.forward_bytes + (plan.flash_attention ? 0.0 : score_traffic));
       break;
     }
     case core::Recompute::kFull:
       blk.act_saved = core::Bytes(tokens * h * e / (plan.sequence_parallel ? t : 1.0));  // the block input (2sbh)
       blk.act_transient = core::Bytes(all_activations);
-      blk.recompute_flops = fwd;
-      blk.recompute_mem = blk.fwd_mem;
       break;
+  }
+  // The work the backward runs again, as the kernel timing counts it (recomputed_work).
+  const RecomputedWork again = recomputed_work(m, plan);
+  if (again.forward) {
+    blk.recompute_flops = fwd;
+    blk.recompute_mem = blk.fwd_mem;
+  } else {
+    double flops = 0.0;
+    for (const auto& g : again.matmuls) flops += 2.0 * g.m * g.n * g.k;
+    const double att_traffic = again.attention ? score_traffic : 0.0;
+    blk.recompute_flops = core::Flops(flops) + (again.attention ? scores : core::Flops(0.0));
+    blk.recompute_mem = core::Bytes(again.elementwise ? elementwise + casts.forward_bytes + att_traffic : att_traffic);
   }
   blk.tp_allreduces = plan.tp > 1 ? 2 : 0;
   // QKV (or q, k, v) and the output projection, the MLP's two or three linears, two norms.

@@ -215,6 +215,38 @@ TEST(KernelModel, OpLevelRecomputationRedoesEachSecondMatmulAndTheElementwiseWor
   EXPECT_FALSE(core::reruns_block_forward(core::Recompute::kSelective));
 }
 
+// What each recomputation policy runs again, one description for the flat-rate costs and the kernel timing: the
+// whole forward (full); the unfused attention alone (selective: nothing with FlashAttention); each second matmul,
+// the memory-bound work and, without FlashAttention, the attention (op-level).
+TEST(KernelModel, EachRecomputationPolicyNamesWhatItRunsAgain) {
+  const core::ModelSpec m = *core::find_model_preset("llama3-8b");
+  core::PlanSpec plan;
+  plan.micro_batch = 1;
+  auto again = [&](core::Recompute r, bool flash) {
+    plan.recompute = r;
+    plan.flash_attention = flash;
+    return recomputed_work(m, plan);
+  };
+  const RecomputedWork none = again(core::Recompute::kNone, true);
+  EXPECT_FALSE(none.forward || none.attention || none.elementwise || !none.matmuls.empty());
+  EXPECT_TRUE(again(core::Recompute::kFull, true).forward);
+  EXPECT_FALSE(again(core::Recompute::kSelective, true).attention);
+  const RecomputedWork sel = again(core::Recompute::kSelective, false);
+  EXPECT_TRUE(sel.attention && !sel.elementwise && sel.matmuls.empty() && !sel.forward);
+  const RecomputedWork op = again(core::Recompute::kSelectiveOp, false);
+  const std::vector<GemmShape> seq = block_matmul_sequence(m, plan);
+  ASSERT_EQ(op.matmuls.size(), 3u);  // k, o and up of q, k, v, o, gate, up, down
+  EXPECT_DOUBLE_EQ(op.matmuls[0].n, seq[1].n);
+  EXPECT_DOUBLE_EQ(op.matmuls[2].n, seq[5].n);
+  EXPECT_TRUE(op.elementwise && op.attention && !op.forward);
+  // The costs count the scores' FLOPs the timing runs as the unfused attention.
+  const double matmul_flops = 2.0 * (op.matmuls[0].m * op.matmuls[0].n * op.matmuls[0].k +
+                                     op.matmuls[1].m * op.matmuls[1].n * op.matmuls[1].k +
+                                     op.matmuls[2].m * op.matmuls[2].n * op.matmuls[2].k);
+  EXPECT_NEAR(compute_model_costs(m, plan).units[1].recompute_flops.value(),
+              matmul_flops + m.attention_score_flops(8192.0).value(), 1e-6 * matmul_flops);
+}
+
 // The loss's cross-entropy: PyTorch's holds an fp32 copy of the logits beside its fp32 log-softmax while the head's
 // forward runs; a fused kernel keeps the 16-bit logits only; Megatron's works in place on its fp32 copy.
 TEST(KernelModel, TheLossKeepsWhatItsCrossEntropyKeeps) {
