@@ -1,5 +1,6 @@
 #pragma once
 // Pieces of lowering that every strategy shares.
+#include <array>
 #include <optional>
 #include <span>
 #include <vector>
@@ -45,6 +46,49 @@ inline void add_recomputed_tensor_parallel(graph::TaskGraph& g, std::uint16_t ro
                        tp_group, costs.tp_allreduce_bytes, unit, micro);
     }
   }
+}
+
+/** @brief The tasks a unit's backward waits for, at most three (the host's work for the unit, the parameters or the
+ *  gradient it receives, a bucket's reduction), in order. */
+struct BackwardWaits {
+  std::array<graph::TaskId, 3> tasks{};
+  std::size_t count = 0;
+  void add(std::optional<graph::TaskId> t) {
+    if (t) tasks[count++] = *t;
+  }
+  [[nodiscard]] std::span<const graph::TaskId> span() const { return {tasks.data(), count}; }
+};
+
+/** @brief One unit's backward for one micro-batch, as both strategies lower it: its recomputation first when its
+ *  policy reruns work (with the tensor-parallel exchanges that rerun), then its backward; the first of them waits for
+ *  every task of `before`. Returns the backward, the graph's last task (release_unit_activations frees what the
+ *  forward kept). */
+inline graph::TaskId add_unit_backward(graph::TaskGraph& g, std::uint16_t role, std::uint16_t tp_group,
+                                       const ModelCosts& costs, const core::PlanSpec& plan, int unit, std::int32_t micro,
+                                       std::span<const graph::TaskId> before) {
+  const UnitCost& c = costs.units[static_cast<std::size_t>(unit)];
+  const bool recompute = c.recomputes();
+  if (recompute) {
+    const graph::TaskId r = g.add_compute(role, graph::Phase::kRecompute, unit, micro, c.recompute_flops,
+                                          c.recompute_mem, c.recompute_time);
+    for (const graph::TaskId t : before) g.add_dep(r, t);
+    g.add_mem(r, false, graph::MemKind::kActivations, c.act_transient);
+    add_recomputed_tensor_parallel(g, role, tp_group, costs, plan, unit, micro, c.tp_allreduces);
+  }
+  const graph::TaskId b = g.add_compute(role, graph::Phase::kBackward, unit, micro, c.bwd_flops, c.bwd_mem, c.bwd_time);
+  if (!recompute) {
+    for (const graph::TaskId t : before) g.add_dep(b, t);
+  }
+  return b;
+}
+
+/** @brief The backward's release of what unit `unit`'s forward kept (its saved activations, the last unit's
+ *  logits) and of its recomputation's transient activations, on `b`. */
+inline void release_unit_activations(graph::TaskGraph& g, const ModelCosts& costs, int unit, graph::TaskId b) {
+  const UnitCost& c = costs.units[static_cast<std::size_t>(unit)];
+  g.add_mem(b, true, unit == static_cast<int>(costs.units.size()) - 1 ? graph::MemKind::kLogits : graph::MemKind::kActivations,
+            core::Bytes(-c.act_saved.value()));
+  if (c.recomputes()) g.add_mem(b, true, graph::MemKind::kActivations, core::Bytes(-c.act_transient.value()));
 }
 
 /** @brief The parameter all-gathers of one unit as the framework issues them: one collective per fetch (`fetches`

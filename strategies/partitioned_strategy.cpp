@@ -504,24 +504,14 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
       const std::optional<TaskId> ready = bwd_ready[static_cast<std::size_t>(u)];
       TaskId wait_on = 0;
       const bool must_wait = reduce_now && buckets.must_wait(wait_on);
-      const bool recompute = c.recomputes();
-      if (recompute) {
-        const TaskId r =
-            g.add_compute(role, Phase::kRecompute, u, mb, c.recompute_flops, c.recompute_mem, c.recompute_time);
-        if (h) g.add_dep(r, *h);
-        if (ready) g.add_dep(r, *ready);
-        if (must_wait) g.add_dep(r, wait_on);
-        g.add_mem(r, false, MemKind::kActivations, c.act_transient);
-        add_recomputed_tensor_parallel(g, role, tp_group, costs, plan, u, mb, c.tp_allreduces);
-      }
-      const TaskId b = g.add_compute(role, Phase::kBackward, u, mb, c.bwd_flops, c.bwd_mem, c.bwd_time);
-      if (h && !recompute) g.add_dep(b, *h);
-      if (ready) g.add_dep(b, *ready);
-      if (must_wait && !recompute) g.add_dep(b, wait_on);
+      BackwardWaits waits;
+      waits.add(h);
+      waits.add(ready);
+      if (must_wait) waits.add(wait_on);
+      const TaskId b = add_unit_backward(g, role, tp_group, costs, plan, u, mb, waits.span());
+      if (ready && c.recomputes()) g.add_dep(b, *ready);  // the backward reads the gathered parameters too
       if (hooked) g.add_mem(b, true, MemKind::kGatheredParams, core::Bytes(-c.params * pb));
-      g.add_mem(b, true, u == units - 1 ? MemKind::kLogits : MemKind::kActivations,
-                core::Bytes(-c.act_saved.value()));
-      if (recompute) g.add_mem(b, true, MemKind::kActivations, core::Bytes(-c.act_transient.value()));
+      release_unit_activations(g, costs, u, b);
       bwd_compute[static_cast<std::size_t>(u)] = b;
       add_tp(u, mb, c.tp_allreduces);
       if (reduce_now) {

@@ -160,24 +160,13 @@ void PipelineStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) const
       const auto h = host_work(c, Phase::kBackward, u, op.micro);
       TaskId wait_on = 0;
       const bool must_wait = reduce && bk.must_wait(wait_on);
-      const bool recompute = c.recomputes();
-      if (recompute) {
-        const TaskId r =
-            g.add_compute(role, Phase::kRecompute, u, op.micro, c.recompute_flops, c.recompute_mem, c.recompute_time);
-        if (h) g.add_dep(r, *h);
-        if (first && recv) g.add_dep(r, *recv);
-        if (must_wait) g.add_dep(r, wait_on);
-        g.add_mem(r, false, MemKind::kActivations, c.act_transient);
-        add_recomputed_tensor_parallel(g, role, tp_group, costs, plan, u, op.micro, c.tp_allreduces);
-      }
-      const TaskId b = g.add_compute(role, Phase::kBackward, u, op.micro, c.bwd_flops, c.bwd_mem, c.bwd_time);
-      if (h && !recompute) g.add_dep(b, *h);
-      if (first && recv && !recompute) g.add_dep(b, *recv);
-      if (must_wait && !recompute) g.add_dep(b, wait_on);
+      BackwardWaits waits;
+      waits.add(h);
+      if (first) waits.add(recv);
+      if (must_wait) waits.add(wait_on);
+      const TaskId b = add_unit_backward(g, role, tp_group, costs, plan, u, op.micro, waits.span());
       first = false;
-      g.add_mem(b, true, u == static_cast<int>(costs.units.size()) - 1 ? MemKind::kLogits : MemKind::kActivations,
-                core::Bytes(-c.act_saved.value()));
-      if (recompute) g.add_mem(b, true, MemKind::kActivations, core::Bytes(-c.act_transient.value()));
+      release_unit_activations(g, costs, u, b);
       add_tp(u, op.micro, c.tp_allreduces);
       last = b;
       if (reduce) bk.add(b, BucketFill{c.params * gb, c.tensors, 0.0}, u, op.micro, it + 1 == units.rend());
