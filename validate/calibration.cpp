@@ -289,22 +289,28 @@ Calibration parse_calibration(const std::string& text, const std::string& file) 
   return c;
 }
 
+namespace {
+// Why a calibration measured on a GPU (shardsim-validate bench) does not belong to `cluster`'s device, if it does not.
+std::optional<std::string> measured_elsewhere(const Calibration& c, const core::ClusterSpec& cluster) {
+  if (c.device.backend != "cuda" && c.device.backend != "hip") return std::nullopt;
+  const core::ClusterSpec* measured = topology::find_preset_for_device(c.device.name);
+  const bool same = c.device.name == cluster.device.name || (measured && measured->device.name == cluster.device.name);
+  if (same) return std::nullopt;
+  return fmt::format("this calibration was measured on '{}'{}; the scenario's device is '{}': calibrate on that "
+                     "device, or run the scenario on the measured one",
+                     c.device.name, measured ? fmt::format(" (the {} device)", measured->name) : "", cluster.device.name);
+}
+}  // namespace
+
 void apply_calibration(const Calibration& c, core::ClusterSpec& cluster) {
-  if (c.device.backend == "cuda" || c.device.backend == "hip") {
-    const core::ClusterSpec* measured = topology::find_preset_for_device(c.device.name);
-    const bool same = c.device.name == cluster.device.name || (measured && measured->device.name == cluster.device.name);
-    if (!same) {
-      throw core::ConfigError(core::SourceLocation{c.file, 0, 0}, "device",
-                              fmt::format("this calibration was measured on '{}'{}; the scenario's device is '{}': "
-                                          "calibrate on that device, or run the scenario on the measured one",
-                                          c.device.name, measured ? fmt::format(" (the {} device)", measured->name) : "",
-                                          cluster.device.name));
-    }
+  if (const auto why = measured_elsewhere(c, cluster)) {
+    throw core::ConfigError(core::SourceLocation{c.file, 0, 0}, "device", *why);
   }
   if (auto it = c.copies.find("h2d_pinned"); it != c.copies.end()) cluster.host.link_bandwidth = it->second.bandwidth;
 }
 
 std::optional<std::string> fitted_elsewhere(const Calibration& c, const core::ClusterSpec& cluster) {
+  if (auto why = measured_elsewhere(c, cluster)) return why;
   if (c.fitted_on.empty() || c.parameters.empty()) return std::nullopt;
   const bool device_params = std::any_of(c.parameters.begin(), c.parameters.end(),
                                          [](const auto& p) { return p.first.rfind("device.", 0) == 0; });

@@ -104,9 +104,9 @@ Calibration parse_calibration(const std::string& text, const std::string& file);
  *  Throws core::ConfigError when the calibration measured a GPU that is not `cluster`'s device: another device's
  *  numbers would be applied as this one's. */
 void apply_calibration(const Calibration& c, core::ClusterSpec& cluster);
-/** @brief Why `c`'s fitted parameters do not belong to `cluster`, or nullopt when they do: a device parameter
- *  (device.*) fitted on other devices than `cluster`'s, or a machine parameter (host, network, collectives) fitted
- *  on other clusters. A calibration that states no fitted_on applies anywhere. */
+/** @brief Why `c` does not belong to `cluster`, or nullopt when it does: measured on another GPU (its device:
+ *  line), or a device parameter (device.*) fitted on other devices than `cluster`'s, or a machine parameter (host,
+ *  network, collectives) fitted on other clusters. A calibration that states neither applies anywhere. */
 std::optional<std::string> fitted_elsewhere(const Calibration& c, const core::ClusterSpec& cluster);
 /** @brief Sets `c`'s fitted parameters in `s`; call it after apply_calibration, so that fits to whole runs win.
  *  Throws core::ConfigError at the parameter's line when `s` has no such parameter or the value is outside its

@@ -235,7 +235,8 @@ int cmd_validate(const std::vector<std::string>& args) {
     if (applied < rows) {
       std::vector<std::string> on;
       for (const auto& m : cal.fitted_on) on.push_back(fmt::format("{} ({})", m.cluster, m.device));
-      calibrated = fmt::format("calibration {} applied to {} of {} rows: the rows on {}, where it was fitted; the "
+      if (on.empty()) on.push_back(fmt::format("'{}'", cal.device.name));  // a GPU's own measurements
+      calibrated = fmt::format("calibration {} applied to {} of {} rows: the rows on {}, where it was made; the "
                                "others as the presets have them\n",
                                path, applied, rows, scenario::join(on));
     }

@@ -359,6 +359,12 @@ TEST(Calibrate, AFitToRunsAppliesToTheMachinesItWasFittedOn) {
   ASSERT_EQ(mixed.code, 0) << mixed.out;
   EXPECT_NE(mixed.out.find("applied to 10 of 22 rows: the rows on dgx-a100 (A100 SXM4 80GB)"), std::string::npos)
       << mixed.out;
+  // A GPU's own measurements (shardsim-validate bench) apply to that device's rows alike.
+  const std::string h100_cal = (d / "h100.cal.yaml").string();
+  ASSERT_EQ(run("calibrate validate/results/NVIDIA-H100-80GB-HBM3-2026-11-23.yaml -o '" + h100_cal + "'").code, 0);
+  const Outcome gpu = run("validate megatron-selene h100-fsdp-steps --calibration '" + h100_cal + "'");
+  ASSERT_EQ(gpu.code, 0) << gpu.out;
+  EXPECT_NE(gpu.out.find("applied to 12 of 22 rows: the rows on 'NVIDIA H100 80GB HBM3'"), std::string::npos) << gpu.out;
 
   std::string widened = text;
   widened.insert(widened.find("parameters:"), "  - {cluster: dgx-h100, device: H100 SXM 80GB}\n");
