@@ -150,9 +150,11 @@ NvmeSwap nvme_optimizer_swap(const core::ClusterSpec& cluster, const core::PlanS
   return NvmeSwap{r + (groups - 1.0) * (std::max({r, a, w}) - a), w};
 }
 
-void deepspeed_zero_step(const core::ClusterSpec& cluster, const core::ModelSpec& model, double params,
-                         StepLowering& step) {
-  step.optimizer_bytes = optimizer_step_bytes(model, params) + deepspeed_step_bytes(model, params);
+void price_optimizer_step(const core::ClusterSpec& cluster, const core::ModelSpec& model, const core::PlanSpec& plan,
+                          double params, StepLowering& step) {
+  step.optimizer_bytes = optimizer_step_bytes(model, params);
+  if (plan.framework != core::Framework::kDeepSpeed || plan.zero_stage < 1) return;
+  step.optimizer_bytes += deepspeed_step_bytes(model, params);
   // Each pass streams a flat partition (one tensor per parameter group), as a device-to-device copy does.
   const double rate = cluster.device.hbm_bandwidth.value() * cluster.device.stream_efficiency_in_use();
   step.optimizer_time = core::Seconds(step.optimizer_bytes.value() / rate);

@@ -176,12 +176,6 @@ inline void add_forward_transient(graph::TaskGraph& g, graph::TaskId f, const Un
   g.add_mem(f, true, graph::MemKind::kLogits, core::Bytes(-c.fwd_transient.value()));
 }
 
-/** @brief DeepSpeed ZeRO's optimizer step (stages 1-3) on `params` elements of this rank's partition: Adam and the
- *  passes around it (deepspeed_step_bytes) over flat fp32 buffers, at the device's streaming rate, after the host's
- *  time in step() (HostSpec::zero_step). */
-void deepspeed_zero_step(const core::ClusterSpec& cluster, const core::ModelSpec& model, double params,
-                         struct StepLowering& step);
-
 /** @brief The end of an iteration on one rank role: the scalar gradient-norm all-reduce when gradients are
  *  sharded, the optimizer step (memory-bound), and the all-gather of updated parameter shards into the
  *  parameter layout, `gather_piece` bytes at a time (DeepSpeed's allgather_bucket_size). */
@@ -219,6 +213,12 @@ struct StepLowering {
   /// iteration, beside its forward and backward, and waits for none of its reductions
   bool delayed = false;
 };
+
+/** @brief The optimizer step's device work on `params` elements of this rank's shard: Adam's traffic at the
+ *  memory-bound rate; for DeepSpeed ZeRO (stages 1-3) Adam and the passes around it (deepspeed_step_bytes) over flat
+ *  fp32 partitions, at the device's streaming rate, after the host's time in step() (HostSpec::zero_step). */
+void price_optimizer_step(const core::ClusterSpec& cluster, const core::ModelSpec& model, const core::PlanSpec& plan,
+                          double params, StepLowering& step);
 
 /** @brief One device's share of its node's NVMe rates (every device of the node swaps at once), bytes/s. */
 struct NvmeRates {

@@ -546,10 +546,7 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
   if (sh.optimizer > 1) step.norm_group = dp_group;
   const double shard = costs.params_per_rank / sh.optimizer;
   const double on_device = shard * (plan.offload.optimizer ? 1.0 - plan.offload.ratio : 1.0);
-  step.optimizer_bytes = optimizer_step_bytes(model, on_device);
-  if (plan.framework == core::Framework::kDeepSpeed && plan.zero_stage >= 1) {
-    deepspeed_zero_step(cluster, model, on_device, step);
-  }
+  price_optimizer_step(cluster, model, plan, on_device, step);
   if (bf16_optimizer) step.optimizer_bytes += bf16_optimizer_step_bytes(costs.params_per_rank, shard, pb);
   if (plan.offload.optimizer) {
     step.delayed = plan.offload.delayed_update;

@@ -212,10 +212,7 @@ void PipelineStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) const
       step.gather_piece = plan.allgather_bucket;
       step.gather_stream = overlap ? Stream::kParamGather : Stream::kCompute;
     }
-    step.optimizer_bytes = optimizer_step_bytes(model, params / sh.optimizer);
-    if (plan.framework == core::Framework::kDeepSpeed && plan.zero_stage >= 1) {
-      deepspeed_zero_step(cluster, model, params / sh.optimizer, step);
-    }
+    price_optimizer_step(cluster, model, plan, params / sh.optimizer, step);
     if (bf16_optimizer) step.optimizer_bytes += bf16_optimizer_step_bytes(params, params / sh.optimizer, pb);
     lower_optimizer_step(g, step);
   };

@@ -49,22 +49,24 @@ struct Kind {
 };
 
 std::string library_source(const Scenario& s, const std::string&) { return s.cluster.library.source; }
-template <int P>
-double net_step(const Scenario& s, const std::string&) {
-  return engine::network_step_s(s.cluster.library, static_cast<engine::Protocol>(P));
+// A library's measured step per protocol P: read as the library prices it (`Step`: its table where unmeasured), set
+// into `Field` (net_step_s: a ring's network step; tree_step_s: a tree's network hop).
+template <double (*Step)(const core::CollectiveLibrarySpec&, engine::Protocol), auto Field, int P>
+double library_step(const Scenario& s, const std::string&) {
+  return Step(s.cluster.library, static_cast<engine::Protocol>(P));
+}
+template <auto Field, int P>
+void set_library_step(Scenario& s, const std::string&, double v) {
+  (s.cluster.library.*Field)[P] = v;
 }
 template <int P>
-void set_net_step(Scenario& s, const std::string&, double v) {
-  s.cluster.library.net_step_s[P] = v;
-}
+constexpr auto net_step = library_step<&engine::network_step_s, &core::CollectiveLibrarySpec::net_step_s, P>;
 template <int P>
-double tree_step(const Scenario& s, const std::string&) {
-  return engine::tree_step_s(s.cluster.library, static_cast<engine::Protocol>(P));
-}
+constexpr auto set_net_step = set_library_step<&core::CollectiveLibrarySpec::net_step_s, P>;
 template <int P>
-void set_tree_step(Scenario& s, const std::string&, double v) {
-  s.cluster.library.tree_step_s[P] = v;
-}
+constexpr auto tree_step = library_step<&engine::tree_step_s, &core::CollectiveLibrarySpec::tree_step_s, P>;
+template <int P>
+constexpr auto set_tree_step = set_library_step<&core::CollectiveLibrarySpec::tree_step_s, P>;
 std::string megatron_source(const Scenario&, const std::string&) {
   return "fitted on vtrain-single (Megatron-DeepSpeed on DGX A100 hosts)";
 }
