@@ -177,6 +177,8 @@ RunFit fit_collectives(const std::vector<CollectiveSample>& samples, const scena
     return out;
   };
   fit_log_ratio(f, [&](const std::vector<double>& x) { return predict(fitted, x); }, measured_of(fitted));
+  f.fit_before = error_stats(predict(fitted, f.initial), measured_of(fitted));
+  f.fit_after = error_stats(predict(fitted, f.fit.values), measured_of(fitted));
   if (!held_out.empty()) {
     f.check_before = error_stats(predict(held_out, f.initial), measured_of(held_out));
     f.check_after = error_stats(predict(held_out, f.fit.values), measured_of(held_out));

@@ -114,7 +114,6 @@ void add_groups(RunFit& f, const std::vector<const Observation*>& obs, const std
 
 void fit_log_ratio(RunFit& f, const std::function<std::vector<std::optional<double>>(const std::vector<double>&)>& predict,
                    const std::vector<double>& measured, double difference_step) {
-  f.fit_before = error_stats(predict(f.initial), measured);
   FitProblem problem;
   problem.names = f.names;
   problem.initial = f.initial;
@@ -131,7 +130,6 @@ void fit_log_ratio(RunFit& f, const std::function<std::vector<std::optional<doub
     return r;
   };
   f.fit = fit_least_squares(problem);
-  f.fit_after = error_stats(predict(f.fit.values), measured);
 }
 
 std::vector<Observation> observations_of(const ValidationSet& set) {
@@ -293,20 +291,22 @@ std::string render_run_fit(const RunFit& f) {
                      format_parameter_value(f.lower[k], u, 4) + " .. " + format_parameter_value(f.upper[k], u, 4),
                      f.sources[k]);
   }
-  auto line = [](const char* what, const ErrorStats& b, const ErrorStats& a) {
+  // One wording for the summary lines and the per-set lines: the runs counted, their errors before -> after.
+  auto change = [](const ErrorStats& b, const ErrorStats& a) {
+    return fmt::format("{:>5} runs{}: mean |error| {:5.1f}% -> {:5.1f}%, bias {:+6.1f}% -> {:+6.1f}%", a.count,
+                       a.refused ? fmt::format(" ({} refused)", a.refused) : std::string(), 100.0 * b.mean_abs,
+                       100.0 * a.mean_abs, 100.0 * b.bias, 100.0 * a.bias);
+  };
+  auto line = [&](const char* what, const ErrorStats& b, const ErrorStats& a) {
     if (b.count + b.refused == 0) return fmt::format("  {:<22} none\n", what);
-    return fmt::format("  {:<22} {:>5} runs{}: mean |error| {:5.1f}% -> {:5.1f}%, bias {:+6.1f}% -> {:+6.1f}%\n", what,
-                       a.count, a.refused ? fmt::format(" ({} refused)", a.refused) : std::string(),
-                       100.0 * b.mean_abs, 100.0 * a.mean_abs, 100.0 * b.bias, 100.0 * a.bias);
+    return fmt::format("  {:<22} {}\n", what, change(b, a));
   };
   o += line("fitted runs", f.fit_before, f.fit_after);
   o += line("held-out (check) runs", f.check_before, f.check_after);
   if (f.groups.size() > 1) {
     o += "  per set:\n";
     for (const auto& g : f.groups) {
-      o += fmt::format("    {:<24} {:<5} {:>5} runs: mean |error| {:5.1f}% -> {:5.1f}%, bias {:+6.1f}% -> {:+6.1f}%{}\n", g.group,
-                       g.held_out ? "check" : "fit", g.after.count, 100.0 * g.before.mean_abs, 100.0 * g.after.mean_abs,
-                       100.0 * g.before.bias, 100.0 * g.after.bias,
+      o += fmt::format("    {:<24} {:<5} {}{}\n", g.group, g.held_out ? "check" : "fit", change(g.before, g.after),
                        g.after.mean_abs > g.before.mean_abs + 5e-4 ? "  (worse)" : "");
     }
   }

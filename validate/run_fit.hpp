@@ -65,7 +65,8 @@ void add_groups(RunFit& f, const std::vector<const Observation*>& obs, const std
 
 /** @brief Bounded least squares of log(predicted / measured) over f.names from f.initial within [f.lower, f.upper]
  *  (set by the caller); `predict` gives one value per measurement for parameter values x (nullopt: the model
- *  refuses it, counted as a factor-e miss). Fills f.fit and the fitted rows' errors before and after.
+ *  refuses it, counted as a factor-e miss). Fills f.fit only: the caller, which knows which rows it reports (a fit
+ *  to runs reports the refused ones too) and may hold their predictions already, fills the errors before and after.
  *  `difference_step`: FitProblem::difference_step (0 for smooth predictions). */
 void fit_log_ratio(RunFit& f, const std::function<std::vector<std::optional<double>>(const std::vector<double>&)>& predict,
                    const std::vector<double>& measured, double difference_step = 0.0);
