@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <optional>
+#include <unordered_map>
+#include <vector>
 
 #include "sim/core/errors.hpp"
 #include "strategies/model_costs.hpp"
@@ -37,6 +40,9 @@ KernelModel::KernelModel(const core::DeviceSpec& device, core::Dtype dtype) {
   stream_rate_ = device.hbm_bandwidth.value() * device.stream_efficiency_in_use();
   overhead_ = device.kernel_overhead.value();
   units_ = device.compute_units;
+  attention_slots_ = device.attention_slots;
+  attention_block_cost_ = device.attention_block_cost;
+  attention_backward_block_cost_ = device.attention_backward_block_cost;
   elem_bytes_ = core::dtype_bytes(dtype);
 }
 
@@ -133,9 +139,62 @@ core::Seconds KernelModel::gemm_backward(const GemmShape& g) const {
   return gemm(data_gradient(g)) + gemm(weight_gradient(g));
 }
 
+double attention_schedule(long long heads, int rows, double block_cost, int slots, bool heavy_first) {
+  if (heads <= 0 || rows <= 0 || slots <= 0) return 0.0;
+  struct Key {
+    long long heads;
+    int rows, slots;
+    double cost;
+    bool heavy_first;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    std::size_t operator()(const Key& k) const {
+      std::size_t h = std::hash<long long>()(k.heads);
+      h = h * 1000003u ^ std::hash<int>()(k.rows);
+      h = h * 1000003u ^ std::hash<int>()(k.slots);
+      h = h * 1000003u ^ std::hash<double>()(k.cost);
+      return h * 2u + (k.heavy_first ? 1u : 0u);
+    }
+  };
+  thread_local std::unordered_map<Key, double, KeyHash> memo;
+  const Key key{heads, rows, slots, block_cost, heavy_first};
+  if (const auto it = memo.find(key); it != memo.end()) return it->second;
+
+  constexpr long long kMaxBlocks = 65536;
+  const long long simulated = std::min(heads, std::max<long long>(1, kMaxBlocks / rows));
+  // A min-heap of the slots' finish times; each block goes to the slot that frees first.
+  std::vector<double> slot(static_cast<std::size_t>(slots), 0.0);
+  const auto later = std::greater<double>();
+  for (long long h = 0; h < simulated; ++h) {
+    for (int i = 0; i < rows; ++i) {
+      const double work = (heavy_first ? rows - i : i + 1) + block_cost;
+      std::pop_heap(slot.begin(), slot.end(), later);
+      slot.back() += work;
+      std::push_heap(slot.begin(), slot.end(), later);
+    }
+  }
+  double makespan = *std::max_element(slot.begin(), slot.end());
+  const double per_head = 0.5 * rows * (rows + 1.0) + rows * block_cost;
+  makespan += static_cast<double>(heads - simulated) * per_head / slots;
+  if (memo.size() >= 1u << 16) memo.clear();
+  memo.emplace(key, makespan);
+  return makespan;
+}
+
 core::Seconds KernelModel::flash_attention(double batch_heads, double seq, double head_dim, bool backward) const {
   const double flops = 2.0 * batch_heads * seq * seq * head_dim * (backward ? 2.5 : 1.0);
   const double rate = backward ? attention_backward_rate_ : attention_rate_;
+  if (attention_slots_ > 0 && units_ > 0) {
+    const int slots = units_ * attention_slots_;
+    const int rows = static_cast<int>(std::ceil(seq / kTile));
+    const double tile_flops = 4.0 * kTile * kTile * head_dim * (backward ? 2.5 : 1.0);
+    const double span = attention_schedule(std::max(1LL, std::llround(batch_heads)), rows,
+                                           backward ? attention_backward_block_cost_ : attention_block_cost_, slots,
+                                           backward);
+    // Each slot runs at its share of the device's attention rate.
+    return core::Seconds(std::max(span * tile_flops / (rate / slots), overhead_));
+  }
   double t = flops / rate;
   if (units_ > 0) {
     const double rows = std::ceil(seq / kTile);

@@ -85,6 +85,12 @@ struct Float8Casts {
 };
 Float8Casts float8_casts(const core::ModelSpec& model, const core::PlanSpec& plan);
 
+/** @brief Makespan, in 128 x 128 tiles of one slot's work, of FlashAttention's blocks over `slots` slots: `heads`
+ *  heads of `rows` blocks, block i of a head working on i + 1 tiles (`heavy_first`: rows - i, the backward's column
+ *  blocks) plus `block_cost`, each dealt in launch order (a head's blocks in order, head after head) to the slot
+ *  that frees first. Memoised per thread; past 65,536 blocks the heads beyond add their work spread over every slot. */
+double attention_schedule(long long heads, int rows, double block_cost, int slots, bool heavy_first);
+
 class KernelModel {
  public:
   /** @brief Precondition: `device` has a peak for `dtype`. */
@@ -99,7 +105,9 @@ class KernelModel {
    *  of QK^T and PV) or backward (five products, the scores recomputed: 2.5x the forward's FLOPs), at the device's
    *  attention efficiency. The kernel spreads 128-row blocks of each head over the compute units, and causal
    *  blocks are unequal (row block i of R works on i + 1 column blocks), so with few heads the longest block, a
-   *  whole row, bounds the time: the kernel takes at least that block's work at one unit's rate. */
+   *  whole row, bounds the time: the kernel takes at least that block's work at one unit's rate. A device with
+   *  attention slots (DeviceSpec::attention_slots) is timed by the schedule instead: its blocks, each with its fixed
+   *  cost, dealt in launch order to the free slot that frees first (attention_schedule). */
   [[nodiscard]] core::Seconds flash_attention(double batch_heads, double seq, double head_dim, bool backward) const;
   /** @brief `kernels` memory-bound kernels moving `bytes` in total (none: no time). */
   [[nodiscard]] core::Seconds memory(double bytes, int kernels) const;
@@ -112,6 +120,8 @@ class KernelModel {
  private:
   double flop_rate_;   ///< peak x ceiling
   double attention_rate_, attention_backward_rate_;  ///< peak x attention efficiency, forward and backward
+  int attention_slots_ = 0;                           ///< resident attention blocks per compute unit; 0: flat model
+  double attention_block_cost_ = 0.0, attention_backward_block_cost_ = 0.0;  ///< in 128 x 128 tiles
   /** @brief `kernels` kernels moving `bytes` in all at `rate` bytes/s, each no faster than one kernel's overhead. */
   [[nodiscard]] core::Seconds passes(double bytes, int kernels, double rate) const;
 

@@ -251,8 +251,14 @@ core::ClusterSpec make_dgx_h100() {
   d.gemm_efficiency = 0.6991;                 // +- 0.0017
   d.memory_efficiency = 0.5438;               // +- 0.079 (PyTorch's norms, activations, softmax, AdamW)
   d.stream_efficiency = 0.8356;               // +- 0.026 (device-to-device copies of 64 MiB to 1 GiB)
-  d.attention_efficiency = 0.2224;            // +- 0.0058, causal flash forward
-  d.attention_backward_efficiency = 0.1748;   // +- 0.0041
+  // Causal FlashAttention by its schedule (DeviceSpec::attention_slots): two resident blocks per SM (of one to
+  // three, two fits the 224 runs best), each direction's tile ceiling fitted with its blocks' fixed cost (mean
+  // |error| 7.1% forward, 7.9% backward; one efficiency at every shape: 23.2% and 20.0%).
+  d.attention_slots = 2;
+  d.attention_efficiency = 0.3842;            // +- 0.0133, causal flash forward, per tile
+  d.attention_block_cost = 2.149;             // +- 0.48 tiles
+  d.attention_backward_efficiency = 0.3948;   // +- 0.0197
+  d.attention_backward_block_cost = 6.842;    // +- 0.94 tiles
   d.kernel_overhead = Seconds(9.5209 * us);   // torch.add_ on a tiny tensor, eager, back to back
   d.comm_compute_slowdown = kMeasuredH100CommSlowdown;
   d.efficiency_source = "calibrated on an H100 SXM: validate/results/NVIDIA-H100-80GB-HBM3-2026-11-23.yaml";
@@ -301,8 +307,13 @@ core::ClusterSpec make_dgx_h200() {
   // and SwiGLU take the same time on both GPUs (bound by the SMs, which are the same), residual adds scale with HBM.
   d.memory_efficiency = 0.4411;              // +- 0.078
   d.stream_efficiency = 0.8030;              // +- 0.036 (device-to-device copies of 64 MiB to 1 GiB)
-  d.attention_efficiency = 0.22245;          // +- 0.0058, causal flash forward
-  d.attention_backward_efficiency = 0.1776;  // +- 0.0039
+  // FlashAttention by its schedule, two resident blocks per SM as on the H100 (the same SM); the fits' mean |error|
+  // 7.0% forward, 6.4% backward (one efficiency at every shape: 23% and 20%).
+  d.attention_slots = 2;
+  d.attention_efficiency = 0.3550;           // +- 0.0129, causal flash forward, per tile
+  d.attention_block_cost = 1.049;            // +- 0.46 tiles
+  d.attention_backward_efficiency = 0.3763;  // +- 0.0137
+  d.attention_backward_block_cost = 5.668;   // +- 0.63 tiles
   d.kernel_overhead = Seconds(11.2626 * us);  // torch.add_ on a tiny tensor, eager, back to back
   d.efficiency_source = "calibrated on an H200 SXM: validate/results/NVIDIA-H200-2026-11-26.yaml";
   // shardsim's codec kernels on the same H200 at 1 GiB (the test Presets.H200CodecRatesAreItsKernelMeasurements).

@@ -172,6 +172,11 @@ double parameter_value(const ConfigNode& v, const std::string& unit, bool error)
     if (!(f > 0.0 && std::isfinite(f))) v.fail(fmt::format("expected a positive factor, got {}", f));
     return f;
   }
+  if (unit == "tiles" && !error) {
+    const double t = v.as_double();
+    if (!(t >= 0.0 && std::isfinite(t))) v.fail(fmt::format("expected a non-negative number of tiles, got {}", t));
+    return t;
+  }
   if (!error) return v.as_fraction();
   const double e = v.as_double();
   if (e < 0.0) v.fail(fmt::format("expected a non-negative standard error, got {}", e));

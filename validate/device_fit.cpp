@@ -119,32 +119,45 @@ DeviceFit fit_device(const Results& r, const std::string& file) {
                       rows([](const Measurement& m) { return m.kind == "attention" && backward(m); }),
                       predict_attention};
 
-  // Fits one parameter to `g` (in order: each later group sees the earlier fits), from its current value.
-  auto fit_one = [&](const Group& g, const std::string& name) {
-    if (g.rows.empty()) return;  // not measured (a HIP build has no BLAS): the preset's value stays
-    const ModelParameter p = parameter(name);
+  // Fits `names` to `g` together (in order: each later group sees the earlier fits), from their current values.
+  auto fit = [&](const Group& g, const std::vector<std::string>& names) {
+    if (g.rows.empty()) return;  // not measured (a HIP build has no BLAS): the preset's values stay
+    std::vector<ModelParameter> ps;
     RunFit rf;
-    rf.names = {name};
-    rf.initial = {p.get(machine)};
-    rf.lower = {p.lower};
-    rf.upper = {p.upper};
+    for (const auto& name : names) {
+      ps.push_back(parameter(name));
+      rf.names.push_back(name);
+      rf.initial.push_back(ps.back().get(machine));
+      rf.lower.push_back(ps.back().lower);
+      rf.upper.push_back(ps.back().upper);
+    }
     fit_log_ratio(
         rf,
         [&](const std::vector<double>& x) {
           scenario::Scenario trial = machine;
-          p.set(trial, x[0]);
+          for (std::size_t k = 0; k < ps.size(); ++k) ps[k].set(trial, x[k]);
           return predict_all(trial.cluster.device, g);
         },
-        measured_of(g));
-    p.set(machine, rf.fit.values[0]);
-    const double se = rf.fit.std_errors[0];
-    f.parameters[name] = FittedParameter{rf.fit.values[0], std::isfinite(se) ? std::optional<double>(se) : std::nullopt, at};
+        measured_of(g),
+        // FlashAttention's schedule moves in steps as its blocks change slots: read the slope across them.
+        names.size() > 1 ? kScheduleDifferenceStep : 0.0);
+    for (std::size_t k = 0; k < ps.size(); ++k) {
+      ps[k].set(machine, rf.fit.values[k]);
+      const double se = rf.fit.std_errors[k];
+      f.parameters[names[k]] =
+          FittedParameter{rf.fit.values[k], std::isfinite(se) ? std::optional<double>(se) : std::nullopt, at};
+    }
   };
-  fit_one(memory, "device.memory_efficiency");
-  fit_one(copies, "device.stream_efficiency");
-  fit_one(gemms, "device.gemm_efficiency");
-  fit_one(att_fwd, "device.attention_efficiency");
-  fit_one(att_bwd, "device.attention_backward_efficiency");
+  fit(memory, {"device.memory_efficiency"});
+  fit(copies, {"device.stream_efficiency"});
+  fit(gemms, {"device.gemm_efficiency"});
+  // A device timed by FlashAttention's schedule fits each direction's ceiling with its blocks' fixed cost.
+  const bool scheduled = machine.cluster.device.attention_slots > 0;
+  fit(att_fwd, scheduled ? std::vector<std::string>{"device.attention_efficiency", "device.attention_block_cost"}
+                         : std::vector<std::string>{"device.attention_efficiency"});
+  fit(att_bwd, scheduled ? std::vector<std::string>{"device.attention_backward_efficiency",
+                                                    "device.attention_backward_block_cost"}
+                         : std::vector<std::string>{"device.attention_backward_efficiency"});
   f.after = machine.cluster.device;
 
   for (const Group* g : {&memory, &copies, &gemms, &torch_gemms, &misaligned, &att_fwd, &att_bwd}) {

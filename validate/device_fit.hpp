@@ -10,6 +10,8 @@
 //                                         multiples of 8 (16 bytes of bf16: what tensor-core loads need)
 //   device.attention_efficiency           causal FlashAttention forward (PyTorch's flash backend)
 //   device.attention_backward_efficiency  the same, backward
+//   device.attention_block_cost,          on a device timed by FlashAttention's schedule (attention_slots): each
+//   device.attention_backward_block_cost  direction's fixed cost per block, fitted with its efficiency
 //   device.kernel_overhead                taken, not fitted: the time of one eager PyTorch operation on a tiny
 //                                         tensor, the floor under every kernel an eager framework launches
 // Measurements of the same operations through another path (PyTorch's GEMMs) are held out and

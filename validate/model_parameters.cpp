@@ -103,8 +103,8 @@ void set_host_value(Scenario& s, const std::string&, double v) {
 constexpr double kMinScale = core::CollectiveLibrarySpec::kMinLatencyScale;
 constexpr double kMaxScale = core::CollectiveLibrarySpec::kMaxLatencyScale;
 
-const std::array<Kind, 34>& kinds() {
-  static const std::array<Kind, 34> kKinds = {{
+const std::array<Kind, 36>& kinds() {
+  static const std::array<Kind, 36> kKinds = {{
       {"device.gemm_efficiency", "", true, false, 0.2, 0.95, efficiency_source,
        [](const Scenario& s, const std::string&) { return s.cluster.device.gemm_efficiency; },
        [](Scenario& s, const std::string&, double v) { s.cluster.device.gemm_efficiency = v; }},
@@ -122,6 +122,14 @@ const std::array<Kind, 34>& kinds() {
       {"device.attention_backward_efficiency", "", true, false, 0.05, 0.95, efficiency_source,
        [](const Scenario& s, const std::string&) { return s.cluster.device.attention_efficiency_in_use(true); },
        [](Scenario& s, const std::string&, double v) { s.cluster.device.attention_backward_efficiency = v; }},
+      // A FlashAttention block's fixed cost in 128 x 128 tiles, on a device timed by the schedule (attention_slots):
+      // an H100's forward fits 1.4, its backward 6 (validate/results/); 0 to 32.
+      {"device.attention_block_cost", "tiles", true, false, 0.0, 32.0, efficiency_source,
+       [](const Scenario& s, const std::string&) { return s.cluster.device.attention_block_cost; },
+       [](Scenario& s, const std::string&, double v) { s.cluster.device.attention_block_cost = v; }},
+      {"device.attention_backward_block_cost", "tiles", true, false, 0.0, 32.0, efficiency_source,
+       [](const Scenario& s, const std::string&) { return s.cluster.device.attention_backward_block_cost; },
+       [](Scenario& s, const std::string&, double v) { s.cluster.device.attention_backward_block_cost = v; }},
       // 1: collectives' kernels take nothing from compute; an H100 measured 1.14-1.82 (validate/results/).
       {"device.comm_compute_slowdown", "x", true, false, 1.0, 3.0, efficiency_source,
        [](const Scenario& s, const std::string&) { return s.cluster.device.comm_compute_slowdown; },
@@ -294,7 +302,7 @@ std::string format_parameter_value(double value, const std::string& unit, int di
   if (unit == "B/s") return fmt::format("{:.{}g}GB/s", value / 1e9, digits);
   if (unit == "s") return fmt::format("{:.{}g}us", value * 1e6, digits);
   if (unit == "B") return fmt::format("{:.{}g}GiB", value / core::kGiB, digits);
-  SHARDSIM_ASSERT(unit.empty() || unit == "x", "a model parameter in an unknown unit: " + unit);
+  SHARDSIM_ASSERT(unit.empty() || unit == "x" || unit == "tiles", "a model parameter in an unknown unit: " + unit);
   return fmt::format("{:.{}g}", value, digits);
 }
 

@@ -207,10 +207,14 @@ std::string render_table(const scenario::Scenario& s, const scenario::Evaluation
                      lv.latency.value() * 1e6, lv.source.empty() ? std::string("[guess]") : lv.source);
   }
   const auto& d = c.device;
-  o += fmt::format("device    GEMM ceiling {:.2f}, flash attention {:.2f}/{:.2f}{}, memory-bound {:.2f} (eager streams {:.2f}) of {:.0f} GB/s, {} compute "
+  const std::string attention_schedule =
+      d.attention_slots > 0 ? fmt::format(" ({} blocks per unit, {:.1f}/{:.1f} tiles each)", d.attention_slots,
+                                          d.attention_block_cost, d.attention_backward_block_cost)
+                            : std::string();
+  o += fmt::format("device    GEMM ceiling {:.2f}, flash attention {:.2f}/{:.2f}{}{}, memory-bound {:.2f} (eager streams {:.2f}) of {:.0f} GB/s, {} compute "
                    "units, {:.1f} us per kernel, compute {} beside collectives ({})\n",
                    d.gemm_efficiency, d.attention_efficiency_in_use(false), d.attention_efficiency_in_use(true),
-                   d.attention_efficiency > 0.0 ? "" : " [guess: the GEMM ceiling]", d.memory_efficiency, d.stream_efficiency_in_use(),
+                   attention_schedule, d.attention_efficiency > 0.0 ? "" : " [guess: the GEMM ceiling]", d.memory_efficiency, d.stream_efficiency_in_use(),
                    d.hbm_bandwidth.value() / 1e9, d.compute_units, d.kernel_overhead.value() * 1e6,
                    d.comm_compute_slowdown == 1.0 ? std::string("unslowed [guess]")
                                                   : fmt::format("{:.2f}x slower", d.comm_compute_slowdown),
@@ -512,6 +516,9 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
                     {"stream_efficiency", c.device.stream_efficiency_in_use()},
                     {"attention_efficiency", c.device.attention_efficiency},
                     {"attention_backward_efficiency", c.device.attention_backward_efficiency},
+                    {"attention_slots", c.device.attention_slots},
+                    {"attention_block_cost", c.device.attention_block_cost},
+                    {"attention_backward_block_cost", c.device.attention_backward_block_cost},
                     {"comm_compute_slowdown", c.device.comm_compute_slowdown},
                     {"hbm_bandwidth_Bps", c.device.hbm_bandwidth.value()},
                     {"compute_units", c.device.compute_units},

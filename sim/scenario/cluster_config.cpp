@@ -18,8 +18,8 @@ using core::ConfigError;
 
 void apply_device(const ConfigNode& n, core::DeviceSpec& d) {
   n.expect_map({"name", "peak", "hbm", "hbm_bandwidth", "gemm_efficiency", "memory_efficiency", "attention_efficiency",
-                "attention_backward_efficiency", "comm_compute_slowdown", "runtime_reserved", "compute_units", "kernel_overhead",
-                "stream_efficiency"});
+                "attention_backward_efficiency", "attention_slots", "attention_block_cost", "attention_backward_block_cost",
+                "comm_compute_slowdown", "runtime_reserved", "compute_units", "kernel_overhead", "stream_efficiency"});
   if (auto v = n.find("name")) d.name = v->as_string();
   if (auto p = n.find("peak")) {
     p->expect_map({"fp32", "fp16", "bf16", "fp8", "int8"});
@@ -33,6 +33,14 @@ void apply_device(const ConfigNode& n, core::DeviceSpec& d) {
   if (auto v = n.find("stream_efficiency")) d.stream_efficiency = v->as_fraction();
   if (auto v = n.find("attention_efficiency")) d.attention_efficiency = v->as_fraction();
   if (auto v = n.find("attention_backward_efficiency")) d.attention_backward_efficiency = v->as_fraction();
+  if (auto v = n.find("attention_slots")) d.attention_slots = static_cast<int>(v->as_int(0, 64));
+  for (const auto& [key, field] : {std::pair{"attention_block_cost", &core::DeviceSpec::attention_block_cost},
+                                   std::pair{"attention_backward_block_cost", &core::DeviceSpec::attention_backward_block_cost}}) {
+    if (auto v = n.find(key)) {
+      d.*field = v->as_double();
+      if (!(d.*field >= 0.0 && d.*field <= 64.0)) v->fail("expected a block's fixed cost from 0 to 64 tiles");
+    }
+  }
   if (auto v = n.find("comm_compute_slowdown")) {
     d.comm_compute_slowdown = v->as_double();
     if (!(d.comm_compute_slowdown >= 1.0 && d.comm_compute_slowdown <= 10.0)) {
@@ -40,7 +48,8 @@ void apply_device(const ConfigNode& n, core::DeviceSpec& d) {
     }
   }
   if (n.has("gemm_efficiency") || n.has("memory_efficiency") || n.has("stream_efficiency") || n.has("attention_efficiency") ||
-      n.has("attention_backward_efficiency") || n.has("kernel_overhead")) {
+      n.has("attention_backward_efficiency") || n.has("attention_slots") || n.has("attention_block_cost") ||
+      n.has("attention_backward_block_cost") || n.has("kernel_overhead")) {
     d.efficiency_source = n.file();
   }
   if (auto v = n.find("compute_units")) d.compute_units = static_cast<int>(v->as_int(0, 1 << 20));

@@ -956,6 +956,10 @@ std::string cluster_to_yaml(const core::ClusterSpec& c) {
   if (c.device.attention_backward_efficiency > 0.0) {
     o += fmt::format("  attention_backward_efficiency: {}\n", c.device.attention_backward_efficiency);
   }
+  if (c.device.attention_slots > 0) {
+    o += fmt::format("  attention_slots: {}\n  attention_block_cost: {}\n  attention_backward_block_cost: {}\n",
+                     c.device.attention_slots, c.device.attention_block_cost, c.device.attention_backward_block_cost);
+  }
   if (c.device.comm_compute_slowdown != 1.0) {
     o += fmt::format("  comm_compute_slowdown: {}\n", c.device.comm_compute_slowdown);
   }

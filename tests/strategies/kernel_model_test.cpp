@@ -48,6 +48,44 @@ TEST(KernelModel, FlashAttentionRunsAtItsOwnEfficiencyAndFewHeadsWaitOnTheLonges
   EXPECT_NEAR(flat.flash_attention(4, 2048, 128, false).value(), 4 * head / (100e12 * 0.5), 1e-12);
 }
 
+// FlashAttention by its schedule: blocks of 128 rows, block i of a head working on i + 1 tiles plus its fixed cost,
+// dealt in launch order to the slot that frees first.
+TEST(KernelModel, FlashAttentionScheduleDealsItsBlocksToTheSlotThatFreesFirst) {
+  // One head of 4 blocks (1, 2, 3, 4 tiles) on 2 slots: 1 and 2 start; 3 goes where 1 ended (1 + 3 = 4), 4 where 2
+  // ended (2 + 4 = 6). With a fixed cost of 1 each: 2, 3; 2 + 4 = 6; 3 + 5 = 8.
+  EXPECT_DOUBLE_EQ(attention_schedule(1, 4, 0.0, 2, false), 6.0);
+  EXPECT_DOUBLE_EQ(attention_schedule(1, 4, 1.0, 2, false), 8.0);
+  // The backward's column blocks come heaviest first: 4, 3 start; 2 after 3 (5), 1 after 4 (5).
+  EXPECT_DOUBLE_EQ(attention_schedule(1, 4, 0.0, 2, true), 5.0);
+  // Past 65,536 blocks the heads beyond add their work spread evenly: 100,000 heads of 1 block on 10 slots, the
+  // first 65,536 dealt (6,554 on the fullest slot), the other 34,464 a tenth each.
+  EXPECT_NEAR(attention_schedule(100000, 1, 0.0, 10, false), 6554.0 + 3446.4, 1e-9);
+
+  core::DeviceSpec d = device(100, 0);
+  d.attention_efficiency = 0.4;
+  d.attention_backward_efficiency = 0.4;
+  d.attention_slots = 2;
+  d.attention_block_cost = 2.0;
+  d.attention_backward_block_cost = 6.0;
+  const KernelModel km(d, core::Dtype::kBf16);
+  const double tile = 4.0 * 128 * 128 * 128;  // the two products of one 128 x 128 tile, head dim 128
+  // 4 heads of 16 blocks on 200 slots: each block has its slot, the longest (16 tiles + 2) sets the time, each slot
+  // running at a two-hundredth of 0.4 of the peak.
+  EXPECT_NEAR(km.flash_attention(4, 2048, 128, false).value(), 18.0 * tile / (100e12 * 0.4 / 200), 1e-12);
+  // The fraction of the ceiling reached rises with the heads (fewer idle slots) and with the sequence (the fixed
+  // cost amortised over longer rows), as FlashAttention's does on an H100 (validate/results/).
+  auto efficiency = [&](double heads, double seq, bool backward) {
+    const double flops = 2.0 * heads * seq * seq * 128 * (backward ? 2.5 : 1.0);
+    return flops / km.flash_attention(heads, seq, 128, backward).value() / 100e12;
+  };
+  EXPECT_LT(efficiency(8, 2048, false), efficiency(64, 2048, false));
+  EXPECT_LT(efficiency(64, 2048, false), efficiency(512, 2048, false));
+  EXPECT_LT(efficiency(512, 2048, false), efficiency(512, 4096, false));
+  EXPECT_LT(efficiency(512, 2048, true), efficiency(512, 2048, false));  // the backward's larger fixed cost
+  EXPECT_LT(efficiency(512, 16384, false), 0.4);
+  EXPECT_GT(efficiency(512, 16384, false), 0.38);
+}
+
 TEST(KernelModel, TheLastWaveOfTilesCosts) {
   const KernelModel km(device(100, 0), core::Dtype::kBf16);
   EXPECT_DOUBLE_EQ(km.wave_efficiency(100), 1.0);

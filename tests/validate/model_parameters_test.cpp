@@ -45,7 +45,7 @@ TEST(ModelParameters, FrontierNamesEveryLevelWithItsSource) {
   std::vector<std::string> names;
   for (const auto& p : ps) names.push_back(p.name);
   const std::vector<std::string> expected = {
-      "device.gemm_efficiency",   "device.memory_efficiency", "device.stream_efficiency", "device.attention_efficiency", "device.attention_backward_efficiency", "device.comm_compute_slowdown", "device.kernel_overhead", "host.fetch_hook", "host.tensor_hook", "host.module_hook", "host.zero_step", "host.block_forward", "host.block_backward", "host.megatron_block_forward", "host.megatron_block_backward", "host.rank_slice", "host.gather_split", "host.memory_efficiency", "host.pageable_d2h", "host.pageable_h2d", "host.page_fault", "host.link_bandwidth",
+      "device.gemm_efficiency",   "device.memory_efficiency", "device.stream_efficiency", "device.attention_efficiency", "device.attention_backward_efficiency", "device.attention_block_cost", "device.attention_backward_block_cost", "device.comm_compute_slowdown", "device.kernel_overhead", "host.fetch_hook", "host.tensor_hook", "host.module_hook", "host.zero_step", "host.block_forward", "host.block_backward", "host.megatron_block_forward", "host.megatron_block_backward", "host.rank_slice", "host.gather_split", "host.memory_efficiency", "host.pageable_d2h", "host.pageable_h2d", "host.page_fault", "host.link_bandwidth",
       "network.gcd-pair.bandwidth", "network.node.bandwidth",   "network.slingshot.bandwidth",
       "network.gcd-pair.latency", "network.node.latency",     "network.slingshot.latency",
       "collectives.latency_scale", "collectives.net_latency_scale", "collectives.net_step.LL",
