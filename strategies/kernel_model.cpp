@@ -34,6 +34,8 @@ KernelModel::KernelModel(const core::DeviceSpec& device, core::Dtype dtype) {
   const auto peak = device.peak_for(dtype);
   SHARDSIM_ASSERT(peak.has_value(), "device has no peak for the compute dtype");
   flop_rate_ = peak->value() * device.gemm_efficiency;
+  narrow_rate_ = device.gemm_efficiency_narrow > 0.0 ? peak->value() * device.gemm_efficiency_narrow : flop_rate_;
+  odd_rate_ = device.gemm_efficiency_odd > 0.0 ? peak->value() * device.gemm_efficiency_odd : narrow_rate_;
   attention_rate_ = peak->value() * device.attention_efficiency_in_use(false);
   attention_backward_rate_ = peak->value() * device.attention_efficiency_in_use(true);
   byte_rate_ = device.hbm_bandwidth.value() * device.memory_efficiency;
@@ -52,9 +54,22 @@ double KernelModel::wave_efficiency(double t) const {
   return t / (waves * units_);
 }
 
+// The widest load, in bytes up to 16, that every row of a GEMM's operands allows: the largest power of two dividing
+// each dimension's bytes.
+double operand_alignment(const GemmShape& g, double elem_bytes) {
+  double align = 16.0;
+  for (const double d : {g.m, g.n, g.k}) {
+    const double bytes = std::round(d) * elem_bytes;
+    while (align > 1.0 && std::fmod(bytes, align) != 0.0) align /= 2.0;
+  }
+  return align;
+}
+
 core::Seconds KernelModel::gemm(const GemmShape& g) const {
   const double flops = 2.0 * g.m * g.n * g.k * g.batch;
-  const double compute = flops / (flop_rate_ * wave_efficiency(tiles(g.m, g.n, g.batch)));
+  const double align = operand_alignment(g, elem_bytes_);
+  const double rate = align >= 16.0 ? flop_rate_ : align >= 4.0 ? narrow_rate_ : odd_rate_;
+  const double compute = flops / (rate * wave_efficiency(tiles(g.m, g.n, g.batch)));
   const double traffic = elem_bytes_ * (g.m * g.k + g.k * g.n + g.m * g.n) * g.batch / byte_rate_;
   return core::Seconds(std::max({compute, traffic, overhead_}));
 }

@@ -96,7 +96,8 @@ class KernelModel {
   /** @brief Precondition: `device` has a peak for `dtype`. */
   KernelModel(const core::DeviceSpec& device, core::Dtype dtype);
 
-  /** @brief One GEMM kernel (or one batched GEMM): compute, operand traffic or the per-kernel overhead, the longest. */
+  /** @brief One GEMM kernel (or one batched GEMM): compute, operand traffic or the per-kernel overhead, the longest.
+   *  Its compute runs at the ceiling of its narrowest dimension's alignment (DeviceSpec::gemm_efficiency_narrow). */
   [[nodiscard]] core::Seconds gemm(const GemmShape& g) const;
   /** @brief The backward of a forward GEMM: its data-gradient (m x k from m x n, n x k) and weight-gradient
    *  (k x n from k x m, m x n) GEMMs. */
@@ -119,6 +120,7 @@ class KernelModel {
 
  private:
   double flop_rate_;   ///< peak x ceiling
+  double narrow_rate_, odd_rate_;  ///< peak x the ceilings of GEMMs with a dimension not a multiple of 16 bytes
   double attention_rate_, attention_backward_rate_;  ///< peak x attention efficiency, forward and backward
   int attention_slots_ = 0;                           ///< resident attention blocks per compute unit; 0: flat model
   double attention_block_cost_ = 0.0, attention_backward_block_cost_ = 0.0;  ///< in 128 x 128 tiles

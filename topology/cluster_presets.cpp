@@ -249,6 +249,10 @@ core::ClusterSpec make_dgx_h100() {
   // refits it). Each value is the fit +- 1 sigma; the kernel overhead is one eager PyTorch operation measured on
   // the same machine.
   d.gemm_efficiency = 0.6991;                 // +- 0.0017
+  // GEMMs whose operand rows allow only narrow loads (24 with a dimension of 2 or 4 x k bf16 elements, 24 with an
+  // odd one, cuBLAS: 66% / 81% -> 7.9% / 18% mean error; the 48 through PyTorch, held out: 73% -> 12%).
+  d.gemm_efficiency_narrow = 0.23795;         // +- 0.0046
+  d.gemm_efficiency_odd = 0.13369;            // +- 0.0055
   d.memory_efficiency = 0.5438;               // +- 0.079 (PyTorch's norms, activations, softmax, AdamW)
   d.stream_efficiency = 0.8356;               // +- 0.026 (device-to-device copies of 64 MiB to 1 GiB)
   // Causal FlashAttention by its schedule (DeviceSpec::attention_slots): two resident blocks per SM (of one to
@@ -258,7 +262,7 @@ core::ClusterSpec make_dgx_h100() {
   d.attention_efficiency = 0.3842;            // +- 0.0133, causal flash forward, per tile
   d.attention_block_cost = 2.149;             // +- 0.48 tiles
   d.attention_backward_efficiency = 0.3948;   // +- 0.0197
-  d.attention_backward_block_cost = 6.842;    // +- 0.94 tiles
+  d.attention_backward_block_cost = 6.844;    // +- 0.94 tiles
   d.kernel_overhead = Seconds(9.5209 * us);   // torch.add_ on a tiny tensor, eager, back to back
   d.comm_compute_slowdown = kMeasuredH100CommSlowdown;
   d.efficiency_source = "calibrated on an H100 SXM: validate/results/NVIDIA-H100-80GB-HBM3-2026-11-23.yaml";
@@ -303,6 +307,8 @@ core::ClusterSpec make_dgx_h200() {
   // validate/results/NVIDIA-H200-2026-11-26.yaml: the same GEMM, FlashAttention and memory-bound sweep as the
   // H100's; the test DeviceFit.H200PresetIsTheFitOfItsMeasurements refits it). Each value is the fit +- 1 sigma.
   d.gemm_efficiency = 0.7006;                // +- 0.0016 (the H100: 0.6991)
+  d.gemm_efficiency_narrow = 0.23896;        // +- 0.0040 (the H100: 0.2380)
+  d.gemm_efficiency_odd = 0.13033;           // +- 0.0052 (the H100: 0.1337)
   // PyTorch's memory-bound operations reach a smaller share of the faster HBM than on the H100 (0.5438): softmax
   // and SwiGLU take the same time on both GPUs (bound by the SMs, which are the same), residual adds scale with HBM.
   d.memory_efficiency = 0.4411;              // +- 0.078

@@ -110,8 +110,19 @@ DeviceFit fit_device(const Results& r, const std::string& file) {
   const Group torch_gemms{"the same GEMMs through PyTorch", false,
                           rows([](const Measurement& m) { return m.kind == "gemm" && from_torch(m) && aligned_gemm(m); }),
                           predict_gemm};
-  const Group misaligned{"GEMMs with a dimension not a multiple of 8", false,
-                         rows([](const Measurement& m) { return m.kind == "gemm" && !aligned_gemm(m); }), predict_gemm};
+  // A bf16 dimension of a multiple of 2 or 4 elements but not 8 (narrow operand loads), or an odd one.
+  auto odd_gemm = [](const Measurement& m) { return m.m % 2 != 0 || m.n % 2 != 0 || m.k % 2 != 0; };
+  const Group narrow{"GEMMs, a dimension of 2 or 4 x k elements (BLAS)", true,
+                     rows([&](const Measurement& m) {
+                       return m.kind == "gemm" && !from_torch(m) && !aligned_gemm(m) && !odd_gemm(m);
+                     }),
+                     predict_gemm};
+  const Group odd{"GEMMs, an odd dimension (BLAS)", true,
+                  rows([&](const Measurement& m) { return m.kind == "gemm" && !from_torch(m) && odd_gemm(m); }),
+                  predict_gemm};
+  const Group misaligned{"the same misaligned GEMMs through PyTorch", false,
+                         rows([](const Measurement& m) { return m.kind == "gemm" && from_torch(m) && !aligned_gemm(m); }),
+                         predict_gemm};
   const Group att_fwd{"FlashAttention forward (PyTorch)", true,
                       rows([](const Measurement& m) { return m.kind == "attention" && !backward(m); }),
                       predict_attention};
@@ -151,6 +162,8 @@ DeviceFit fit_device(const Results& r, const std::string& file) {
   fit(memory, {"device.memory_efficiency"});
   fit(copies, {"device.stream_efficiency"});
   fit(gemms, {"device.gemm_efficiency"});
+  fit(narrow, {"device.gemm_efficiency_narrow"});
+  fit(odd, {"device.gemm_efficiency_odd"});
   // A device timed by FlashAttention's schedule fits each direction's ceiling with its blocks' fixed cost.
   const bool scheduled = machine.cluster.device.attention_slots > 0;
   fit(att_fwd, scheduled ? std::vector<std::string>{"device.attention_efficiency", "device.attention_block_cost"}
@@ -160,7 +173,7 @@ DeviceFit fit_device(const Results& r, const std::string& file) {
                          : std::vector<std::string>{"device.attention_backward_efficiency"});
   f.after = machine.cluster.device;
 
-  for (const Group* g : {&memory, &copies, &gemms, &torch_gemms, &misaligned, &att_fwd, &att_bwd}) {
+  for (const Group* g : {&memory, &copies, &gemms, &torch_gemms, &narrow, &odd, &misaligned, &att_fwd, &att_bwd}) {
     if (g->rows.empty()) continue;
     const auto measured = measured_of(*g);
     f.groups.push_back(DeviceFitGroup{g->what, g->fitted, error_stats(predict_all(f.before, *g), measured),

@@ -8,6 +8,8 @@
 //                                         stream: what each eager elementwise operation moves)
 //   device.gemm_efficiency                the GEMM sweep (cuBLAS / hipBLAS), shapes whose dimensions are all
 //                                         multiples of 8 (16 bytes of bf16: what tensor-core loads need)
+//   device.gemm_efficiency_narrow         the sweep's GEMMs with a dimension of 2 or 4 x k bf16 elements, not 8 x k
+//   device.gemm_efficiency_odd            and with an odd dimension (GPT-2's vocabulary, unpadded)
 //   device.attention_efficiency           causal FlashAttention forward (PyTorch's flash backend)
 //   device.attention_backward_efficiency  the same, backward
 //   device.attention_block_cost,          on a device timed by FlashAttention's schedule (attention_slots): each
@@ -15,8 +17,7 @@
 //   device.kernel_overhead                taken, not fitted: the time of one eager PyTorch operation on a tiny
 //                                         tensor, the floor under every kernel an eager framework launches
 // Measurements of the same operations through another path (PyTorch's GEMMs) are held out and
-// reported as a check; GEMMs with a dimension that is not a multiple of 8 are reported apart (the model does not
-// slow them down).
+// reported as a check.
 #include <optional>
 #include <string>
 #include <vector>

@@ -51,6 +51,13 @@ struct DeviceSpec {
   Bytes hbm;
   BytesPerSec hbm_bandwidth;
   double gemm_efficiency = 0.5;    ///< fraction of peak a large GEMM reaches (smaller ones lose to wave quantisation)
+  /// A tensor-core GEMM loads its operands 16 bytes at a time when every dimension is a multiple of 16 bytes (8
+  /// bf16 elements); otherwise the BLAS runs kernels with narrower loads, bound by them: the fraction of peak a
+  /// large GEMM reaches with a dimension of a multiple of 4 or 8 bytes only (`gemm_efficiency_narrow`) or of 2
+  /// bytes (an odd bf16 dimension, GPT-2's 50,257-token vocabulary: `gemm_efficiency_odd`); 0: not measured, the
+  /// ceiling above.
+  double gemm_efficiency_narrow = 0.0;
+  double gemm_efficiency_odd = 0.0;
   double memory_efficiency = 0.8;  ///< fraction of HBM bandwidth memory-bound kernels reach
   /// fraction of HBM bandwidth one eager elementwise operation reaches (a cast, an add, a multiply: one read and one
   /// write stream, as a device-to-device copy); unset: memory_efficiency

@@ -211,9 +211,17 @@ std::string render_table(const scenario::Scenario& s, const scenario::Evaluation
       d.attention_slots > 0 ? fmt::format(" ({} blocks per unit, {:.1f}/{:.1f} tiles each)", d.attention_slots,
                                           d.attention_block_cost, d.attention_backward_block_cost)
                             : std::string();
-  o += fmt::format("device    GEMM ceiling {:.2f}, flash attention {:.2f}/{:.2f}{}{}, memory-bound {:.2f} (eager streams {:.2f}) of {:.0f} GB/s, {} compute "
+  const std::string misaligned =
+      d.gemm_efficiency_narrow > 0.0 || d.gemm_efficiency_odd > 0.0
+          ? fmt::format(" ({:.2f} / {:.2f} with a dimension of 4-8 / 2 bytes)",
+                        d.gemm_efficiency_narrow > 0.0 ? d.gemm_efficiency_narrow : d.gemm_efficiency,
+                        d.gemm_efficiency_odd > 0.0 ? d.gemm_efficiency_odd
+                                                    : (d.gemm_efficiency_narrow > 0.0 ? d.gemm_efficiency_narrow
+                                                                                      : d.gemm_efficiency))
+          : std::string();
+  o += fmt::format("device    GEMM ceiling {:.2f}{}, flash attention {:.2f}/{:.2f}{}{}, memory-bound {:.2f} (eager streams {:.2f}) of {:.0f} GB/s, {} compute "
                    "units, {:.1f} us per kernel, compute {} beside collectives ({})\n",
-                   d.gemm_efficiency, d.attention_efficiency_in_use(false), d.attention_efficiency_in_use(true),
+                   d.gemm_efficiency, misaligned, d.attention_efficiency_in_use(false), d.attention_efficiency_in_use(true),
                    attention_schedule, d.attention_efficiency > 0.0 ? "" : " [guess: the GEMM ceiling]", d.memory_efficiency, d.stream_efficiency_in_use(),
                    d.hbm_bandwidth.value() / 1e9, d.compute_units, d.kernel_overhead.value() * 1e6,
                    d.comm_compute_slowdown == 1.0 ? std::string("unslowed [guess]")
@@ -512,6 +520,8 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
                   {"device", c.device.name},
                   {"device_model",
                    {{"gemm_efficiency", c.device.gemm_efficiency},
+                    {"gemm_efficiency_narrow", c.device.gemm_efficiency_narrow},
+                    {"gemm_efficiency_odd", c.device.gemm_efficiency_odd},
                     {"memory_efficiency", c.device.memory_efficiency},
                     {"stream_efficiency", c.device.stream_efficiency_in_use()},
                     {"attention_efficiency", c.device.attention_efficiency},

@@ -17,7 +17,8 @@ namespace {
 using core::ConfigError;
 
 void apply_device(const ConfigNode& n, core::DeviceSpec& d) {
-  n.expect_map({"name", "peak", "hbm", "hbm_bandwidth", "gemm_efficiency", "memory_efficiency", "attention_efficiency",
+  n.expect_map({"name", "peak", "hbm", "hbm_bandwidth", "gemm_efficiency", "gemm_efficiency_narrow", "gemm_efficiency_odd",
+                "memory_efficiency", "attention_efficiency",
                 "attention_backward_efficiency", "attention_slots", "attention_block_cost", "attention_backward_block_cost",
                 "comm_compute_slowdown", "runtime_reserved", "compute_units", "kernel_overhead", "stream_efficiency"});
   if (auto v = n.find("name")) d.name = v->as_string();
@@ -29,6 +30,8 @@ void apply_device(const ConfigNode& n, core::DeviceSpec& d) {
   if (auto v = n.find("hbm")) d.hbm = v->as_bytes();
   if (auto v = n.find("hbm_bandwidth")) d.hbm_bandwidth = v->as_bandwidth();
   if (auto v = n.find("gemm_efficiency")) d.gemm_efficiency = v->as_fraction();
+  if (auto v = n.find("gemm_efficiency_narrow")) d.gemm_efficiency_narrow = v->as_fraction();
+  if (auto v = n.find("gemm_efficiency_odd")) d.gemm_efficiency_odd = v->as_fraction();
   if (auto v = n.find("memory_efficiency")) d.memory_efficiency = v->as_fraction();
   if (auto v = n.find("stream_efficiency")) d.stream_efficiency = v->as_fraction();
   if (auto v = n.find("attention_efficiency")) d.attention_efficiency = v->as_fraction();
@@ -47,7 +50,7 @@ void apply_device(const ConfigNode& n, core::DeviceSpec& d) {
       v->fail("expected a factor from 1 (compute unaffected by collectives beside it) to 10");
     }
   }
-  if (n.has("gemm_efficiency") || n.has("memory_efficiency") || n.has("stream_efficiency") || n.has("attention_efficiency") ||
+  if (n.has("gemm_efficiency") || n.has("gemm_efficiency_narrow") || n.has("gemm_efficiency_odd") || n.has("memory_efficiency") || n.has("stream_efficiency") || n.has("attention_efficiency") ||
       n.has("attention_backward_efficiency") || n.has("attention_slots") || n.has("attention_block_cost") ||
       n.has("attention_backward_block_cost") || n.has("kernel_overhead")) {
     d.efficiency_source = n.file();

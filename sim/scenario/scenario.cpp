@@ -952,6 +952,8 @@ std::string cluster_to_yaml(const core::ClusterSpec& c) {
   o += fmt::format("  gemm_efficiency: {}\n  memory_efficiency: {}\n  runtime_reserved: {}\n",
                    c.device.gemm_efficiency, c.device.memory_efficiency, yaml_bytes(c.device.runtime_reserved.value()));
   if (c.device.stream_efficiency) o += fmt::format("  stream_efficiency: {}\n", *c.device.stream_efficiency);
+  if (c.device.gemm_efficiency_narrow > 0.0) o += fmt::format("  gemm_efficiency_narrow: {}\n", c.device.gemm_efficiency_narrow);
+  if (c.device.gemm_efficiency_odd > 0.0) o += fmt::format("  gemm_efficiency_odd: {}\n", c.device.gemm_efficiency_odd);
   if (c.device.attention_efficiency > 0.0) o += fmt::format("  attention_efficiency: {}\n", c.device.attention_efficiency);
   if (c.device.attention_backward_efficiency > 0.0) {
     o += fmt::format("  attention_backward_efficiency: {}\n", c.device.attention_backward_efficiency);

@@ -86,6 +86,27 @@ TEST(KernelModel, FlashAttentionScheduleDealsItsBlocksToTheSlotThatFreesFirst) {
   EXPECT_GT(efficiency(512, 16384, false), 0.38);
 }
 
+// A GEMM runs at the ceiling its operands' narrowest row alignment allows: 16 bytes (8 bf16 elements) the device's
+// ceiling; 4 or 8 bytes the narrow one; 2 bytes (an odd bf16 dimension) the odd one; unmeasured: the ceiling.
+TEST(KernelModel, GemmsWithMisalignedDimensionsRunAtTheirAlignmentsCeiling) {
+  core::DeviceSpec d = device(100, 0);
+  const KernelModel plain(d, core::Dtype::kBf16);
+  d.gemm_efficiency_narrow = 0.25;
+  d.gemm_efficiency_odd = 0.125;
+  const KernelModel km(d, core::Dtype::kBf16);
+  const double aligned = km.gemm({8192, 12800, 8192}).value();
+  EXPECT_DOUBLE_EQ(aligned, plain.gemm({8192, 12800, 8192}).value());
+  const double k = 8192 - 4;  // 2 x 4094 bytes: 8-byte rows
+  EXPECT_NEAR(km.gemm({8192, 12800, k}).value(), 2.0 * 8192 * 12800 * k / (100e12 * 0.25), 1e-12);
+  const double odd = 8191;  // 2-byte rows
+  EXPECT_NEAR(km.gemm({8192, 12800, odd}).value(), 2.0 * 8192 * 12800 * odd / (100e12 * 0.125), 1e-12);
+  // fp32 operands: 4 bytes an element, an odd dimension gives 4-byte rows.
+  d.peak[static_cast<int>(core::Dtype::kFp32)] = core::FlopPerSec(100e12);
+  const KernelModel fp32(d, core::Dtype::kFp32);
+  EXPECT_NEAR(fp32.gemm({8192, 12800, odd}).value(), 2.0 * 8192 * 12800 * odd / (100e12 * 0.25), 1e-12);
+  EXPECT_DOUBLE_EQ(plain.gemm({8192, 12800, odd}).value() * 8192 / odd, plain.gemm({8192, 12800, 8192}).value());
+}
+
 TEST(KernelModel, TheLastWaveOfTilesCosts) {
   const KernelModel km(device(100, 0), core::Dtype::kBf16);
   EXPECT_DOUBLE_EQ(km.wave_efficiency(100), 1.0);

@@ -149,12 +149,23 @@ void expect_preset_is_its_fit(const char* file, const char* preset, const char* 
   near("device.stream_efficiency", *d.stream_efficiency);
   near("device.attention_efficiency", d.attention_efficiency);
   near("device.attention_backward_efficiency", d.attention_backward_efficiency);
+  near("device.attention_block_cost", d.attention_block_cost);
+  near("device.attention_backward_block_cost", d.attention_backward_block_cost);
+  near("device.gemm_efficiency_narrow", d.gemm_efficiency_narrow);
+  near("device.gemm_efficiency_odd", d.gemm_efficiency_odd);
   near("device.kernel_overhead", d.kernel_overhead.value());
   EXPECT_NEAR(c.copies.at("h2d_pinned").bandwidth.value() / node.host.link_bandwidth.value(), 1.0, 2e-4);
   for (const auto& g : f.groups) {
     if (g.what.rfind("GEMMs, dimensions", 0) == 0) {
       EXPECT_LT(g.after.mean_abs, 0.10);
       EXPECT_GE(g.before.mean_abs, g.after.mean_abs);
+    }
+    // The misaligned GEMMs through PyTorch, held out from the narrow and odd ceilings' fit.
+    if (g.what.rfind("the same misaligned GEMMs", 0) == 0) {
+      EXPECT_LT(g.after.mean_abs, 0.15) << g.what;
+    }
+    if (g.what.rfind("FlashAttention", 0) == 0) {
+      EXPECT_LT(g.after.mean_abs, 0.08) << g.what;
     }
   }
   EXPECT_EQ(c.device.name, runtime_name);
