@@ -83,6 +83,7 @@ Results run_gpu(const HarnessOptions& o, const std::function<void(const std::str
 #endif
 
 constexpr int kBenchSizes[] = {1, 2, 4, 8};  // micro-batch sizes and tensor-parallel degrees swept
+constexpr int kLongSequences[] = {8192, 16384};  // attention's long-context cases
 
 }  // namespace
 
@@ -126,6 +127,14 @@ std::vector<AttentionCase> transformer_attention() {
       for (int mb : kBenchSizes) {
         if (model.heads % tp != 0) continue;
         const AttentionCase c{mb, model.heads / tp, model.seq_len, model.head_dim()};
+        if (seen.emplace(c.batch, c.heads, c.seq, c.head_dim).second) out.push_back(c);
+      }
+      // Long contexts (8,192 and 16,384 tokens, one sequence): where training runs go and FlashAttention's schedule
+      // (DeviceSpec::attention_slots) extrapolates from the presets' 2,048-4,096.
+      if (model.heads % tp != 0) continue;
+      for (int seq : kLongSequences) {
+        if (seq <= model.seq_len) continue;
+        const AttentionCase c{1, model.heads / tp, seq, model.head_dim()};
         if (seen.emplace(c.batch, c.heads, c.seq, c.head_dim).second) out.push_back(c);
       }
     }

@@ -560,6 +560,15 @@ TEST(Harness, GemmSweepIsTheModelsOwnShapes) {
   EXPECT_GT(gemms.size(), 1000u);
   const auto attention = transformer_attention();
   EXPECT_FALSE(attention.empty());
+  // LLaMA-7B's 32 heads of 128 at 2,048 tokens and, one sequence, at the long contexts 8,192 and 16,384.
+  const auto has_attention = [&](int b, int h, int seq, int d) {
+    return std::any_of(attention.begin(), attention.end(), [&](const AttentionCase& c) {
+      return c.batch == b && c.heads == h && c.seq == seq && c.head_dim == d;
+    });
+  };
+  EXPECT_TRUE(has_attention(1, 32, 2048, 128));
+  EXPECT_TRUE(has_attention(1, 32, 8192, 128));
+  EXPECT_TRUE(has_attention(1, 4, 16384, 128));
   const std::string cases = write_cases(gemms, attention);
   EXPECT_EQ(std::count(cases.begin(), cases.end(), '\n'), static_cast<long>(gemms.size() + attention.size()));
   EXPECT_EQ(cases.rfind("gemm bf16_fwd_qkv ", 0), 0u);
