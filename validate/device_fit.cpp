@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <map>
+#include <utility>
 
 #include "sim/core/errors.hpp"
 #include "strategies/kernel_model.hpp"
@@ -173,11 +175,21 @@ DeviceFit fit_device(const Results& r, const std::string& file) {
                          : std::vector<std::string>{"device.attention_backward_efficiency"});
   f.after = machine.cluster.device;
 
+  auto report = [&](const Group& g) {
+    if (g.rows.empty()) return;
+    const auto measured = measured_of(g);
+    f.groups.push_back(DeviceFitGroup{g.what, g.fitted, error_stats(predict_all(f.before, g), measured),
+                                      error_stats(predict_all(f.after, g), measured)});
+  };
   for (const Group* g : {&memory, &copies, &gemms, &torch_gemms, &narrow, &odd, &misaligned, &att_fwd, &att_bwd}) {
-    if (g->rows.empty()) continue;
-    const auto measured = measured_of(*g);
-    f.groups.push_back(DeviceFitGroup{g->what, g->fitted, error_stats(predict_all(f.before, *g), measured),
-                                      error_stats(predict_all(f.after, *g), measured)});
+    report(*g);
+    if (g != &att_fwd && g != &att_bwd) continue;
+    // What the attention fit leaves, by sequence and head dimension (the heads vary within each).
+    std::map<std::pair<int, int>, std::vector<const Measurement*>> shapes;
+    for (const Measurement* m : g->rows) shapes[{static_cast<int>(m->seq), static_cast<int>(m->head_dim)}].push_back(m);
+    for (const auto& [shape, rows_of] : shapes) {
+      report(Group{fmt::format("  {} tokens, head dim {}", shape.first, shape.second), g->fitted, rows_of, g->predict});
+    }
   }
   return f;
 }
