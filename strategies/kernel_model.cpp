@@ -54,6 +54,7 @@ double KernelModel::wave_efficiency(double t) const {
   return t / (waves * units_);
 }
 
+namespace {
 // The widest load, in bytes up to 16, that every row of a GEMM's operands allows: the largest power of two dividing
 // each dimension's bytes.
 double operand_alignment(const GemmShape& g, double elem_bytes) {
@@ -64,6 +65,7 @@ double operand_alignment(const GemmShape& g, double elem_bytes) {
   }
   return align;
 }
+}  // namespace
 
 core::Seconds KernelModel::gemm(const GemmShape& g) const {
   const double flops = 2.0 * g.m * g.n * g.k * g.batch;
