@@ -139,6 +139,16 @@ std::vector<AttentionCase> transformer_attention() {
       }
     }
   }
+  // Head dimensions beside the presets' 96 and 128 (FlashAttention picks its tiles per head dimension), at a few
+  // and many heads of 2,048 and 4,096 tokens.
+  for (int d : {64, 80, 96, 128, 256}) {
+    for (int heads : {16, 64, 256}) {
+      for (int seq : {2048, 4096}) {
+        const AttentionCase c{1, heads, seq, d};
+        if (seen.emplace(c.batch, c.heads, c.seq, c.head_dim).second) out.push_back(c);
+      }
+    }
+  }
   return out;
 }
 

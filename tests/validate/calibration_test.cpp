@@ -569,6 +569,8 @@ TEST(Harness, GemmSweepIsTheModelsOwnShapes) {
   EXPECT_TRUE(has_attention(1, 32, 2048, 128));
   EXPECT_TRUE(has_attention(1, 32, 8192, 128));
   EXPECT_TRUE(has_attention(1, 4, 16384, 128));
+  EXPECT_TRUE(has_attention(1, 64, 2048, 64));  // the head-dimension sweep
+  EXPECT_TRUE(has_attention(1, 16, 4096, 256));
   const std::string cases = write_cases(gemms, attention);
   EXPECT_EQ(std::count(cases.begin(), cases.end(), '\n'), static_cast<long>(gemms.size() + attention.size()));
   EXPECT_EQ(cases.rfind("gemm bf16_fwd_qkv ", 0), 0u);
