@@ -65,7 +65,8 @@ struct DeviceSpec {
   [[nodiscard]] double stream_efficiency_in_use() const { return stream_efficiency.value_or(memory_efficiency); }
   /// fraction of the dense peak that causal FlashAttention reaches forward / backward with every SM busy (the
   /// fused kernels run well below a GEMM's ceiling: softmax, masking and the online rescaling between the two
-  /// matrix products); 0: the GEMM ceiling, as a [guess]
+  /// matrix products); on a device timed by the schedule below, the rate of a tile's work alone; 0: the GEMM
+  /// ceiling, as a [guess]
   double attention_efficiency = 0.0;
   double attention_backward_efficiency = 0.0;
   /// FlashAttention's schedule, where a device's own attention kernels were measured (0 slots: the flat model, the
