@@ -56,6 +56,15 @@ void apply_device(const ConfigNode& n, core::DeviceSpec& d) {
     d.efficiency_source = n.file();
   }
   if (auto v = n.find("compute_units")) d.compute_units = static_cast<int>(v->as_int(0, 1 << 20));
+  // FlashAttention's schedule deals blocks to the compute units' slots; its block costs mean nothing without it.
+  if (d.attention_slots > 0 && d.compute_units <= 0) {
+    n.get("attention_slots").fail("attention slots per compute unit on a device with compute_units");
+  }
+  for (const char* key : {"attention_block_cost", "attention_backward_block_cost"}) {
+    if (auto v = n.find(key); v && d.attention_slots <= 0) {
+      v->fail("a block cost on a device timed by FlashAttention's schedule (attention_slots > 0)");
+    }
+  }
   if (auto v = n.find("kernel_overhead")) d.kernel_overhead = v->as_duration();
   if (auto v = n.find("runtime_reserved")) d.runtime_reserved = v->as_bytes(true);
 }

@@ -104,6 +104,20 @@ TEST(Scenario, ZeroOrNegativeSizes) {
                {6, 27, "cluster.device.hbm_bandwidth", "positive bandwidth"});
 }
 
+// FlashAttention's schedule keys: slots need compute units to deal blocks to, and block costs need the schedule.
+TEST(Scenario, AttentionScheduleKeysThatWouldDoNothingAreRefused) {
+  expect_error(replace(kGood, "  preset: dgx-h100", "  preset: dgx-a100\n  device: {attention_block_cost: 2}"),
+               {5, 34, "cluster.device.attention_block_cost", "attention_slots > 0"});
+  expect_error(replace(kGood, "  nodes: 2", "  nodes: 2\n  device: {attention_slots: 2, compute_units: 0}"),
+               {6, 29, "cluster.device.attention_slots", "with compute_units"});
+  expect_error(replace(kGood, "  nodes: 2", "  nodes: 2\n  device: {attention_backward_block_cost: 65}"),
+               {6, 43, "cluster.device.attention_backward_block_cost", "from 0 to 64 tiles"});
+  // On a device with the schedule (the H100 preset) they apply.
+  const auto all = parse_scenarios(replace(kGood, "  nodes: 2", "  nodes: 2\n  device: {attention_slots: 1, attention_block_cost: 3}"), "s.yaml");
+  EXPECT_EQ(all[0].cluster.device.attention_slots, 1);
+  EXPECT_DOUBLE_EQ(all[0].cluster.device.attention_block_cost, 3.0);
+}
+
 TEST(Scenario, DegreesThatDoNotMultiplyToTheDeviceCount) {
   expect_error(replace(kGood, "  zero_stage: 3", "  zero_stage: 3\n  dp: 8"),
                {8, 7, "plan.dp", "8 x 1 x 1 = 8, but the cluster has 16 devices"});
