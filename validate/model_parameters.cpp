@@ -138,7 +138,7 @@ const std::array<Kind, 38>& kinds() {
        [](const Scenario& s, const std::string&) { return s.cluster.device.attention_efficiency_in_use(true); },
        [](Scenario& s, const std::string&, double v) { s.cluster.device.attention_backward_efficiency = v; }},
       // A FlashAttention block's fixed cost in 128 x 128 tiles, on a device timed by the schedule (attention_slots):
-      // an H100's forward fits 1.4, its backward 6 (validate/results/); 0 to 32.
+      // an H100's forward fits 2.1, its backward 6.8 (validate/results/); 0 to 32.
       {"device.attention_block_cost", "tiles", true, false, 0.0, 32.0, efficiency_source,
        [](const Scenario& s, const std::string&) { return s.cluster.device.attention_block_cost; },
        [](Scenario& s, const std::string&, double v) { s.cluster.device.attention_block_cost = v; }},

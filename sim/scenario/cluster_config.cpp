@@ -50,10 +50,11 @@ void apply_device(const ConfigNode& n, core::DeviceSpec& d) {
       v->fail("expected a factor from 1 (compute unaffected by collectives beside it) to 10");
     }
   }
-  if (n.has("gemm_efficiency") || n.has("gemm_efficiency_narrow") || n.has("gemm_efficiency_odd") || n.has("memory_efficiency") || n.has("stream_efficiency") || n.has("attention_efficiency") ||
-      n.has("attention_backward_efficiency") || n.has("attention_slots") || n.has("attention_block_cost") ||
-      n.has("attention_backward_block_cost") || n.has("kernel_overhead")) {
-    d.efficiency_source = n.file();
+  // Any of the compute model's numbers given here makes this file their source.
+  for (const char* key : {"gemm_efficiency", "gemm_efficiency_narrow", "gemm_efficiency_odd", "memory_efficiency",
+                          "stream_efficiency", "attention_efficiency", "attention_backward_efficiency", "attention_slots",
+                          "attention_block_cost", "attention_backward_block_cost", "kernel_overhead"}) {
+    if (n.has(key)) d.efficiency_source = n.file();
   }
   if (auto v = n.find("compute_units")) d.compute_units = static_cast<int>(v->as_int(0, 1 << 20));
   // FlashAttention's schedule deals blocks to the compute units' slots; its block costs mean nothing without it.
