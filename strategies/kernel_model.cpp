@@ -34,8 +34,8 @@ KernelModel::KernelModel(const core::DeviceSpec& device, core::Dtype dtype) {
   const auto peak = device.peak_for(dtype);
   SHARDSIM_ASSERT(peak.has_value(), "device has no peak for the compute dtype");
   flop_rate_ = peak->value() * device.gemm_efficiency;
-  narrow_rate_ = device.gemm_efficiency_narrow > 0.0 ? peak->value() * device.gemm_efficiency_narrow : flop_rate_;
-  odd_rate_ = device.gemm_efficiency_odd > 0.0 ? peak->value() * device.gemm_efficiency_odd : narrow_rate_;
+  narrow_rate_ = peak->value() * device.gemm_efficiency_narrow_in_use();
+  odd_rate_ = peak->value() * device.gemm_efficiency_odd_in_use();
   attention_rate_ = peak->value() * device.attention_efficiency_in_use(false);
   attention_backward_rate_ = peak->value() * device.attention_efficiency_in_use(true);
   byte_rate_ = device.hbm_bandwidth.value() * device.memory_efficiency;
@@ -200,7 +200,6 @@ double attention_schedule(long long heads, int rows, double block_cost, int slot
 }
 
 core::Seconds KernelModel::flash_attention(double batch_heads, double seq, double head_dim, bool backward) const {
-  const double flops = 2.0 * batch_heads * seq * seq * head_dim * (backward ? 2.5 : 1.0);
   const double rate = backward ? attention_backward_rate_ : attention_rate_;
   if (attention_slots_ > 0 && units_ > 0) {
     const int slots = units_ * attention_slots_;
@@ -212,6 +211,7 @@ core::Seconds KernelModel::flash_attention(double batch_heads, double seq, doubl
     // Each slot runs at its share of the device's attention rate.
     return core::Seconds(std::max(span * tile_flops / (rate / slots), overhead_));
   }
+  const double flops = 2.0 * batch_heads * seq * seq * head_dim * (backward ? 2.5 : 1.0);
   double t = flops / rate;
   if (units_ > 0) {
     const double rows = std::ceil(seq / kTile);

@@ -51,7 +51,7 @@ struct Kind {
 std::string library_source(const Scenario& s, const std::string&) { return s.cluster.library.source; }
 // A library's measured step per protocol P: read as the library prices it (`Step`: its table where unmeasured), set
 // into `Field` (net_step_s: a ring's network step; tree_step_s: a tree's network hop).
-template <double (*Step)(const core::CollectiveLibrarySpec&, engine::Protocol), auto Field, int P>
+template <double (*Step)(const core::CollectiveLibrarySpec&, engine::Protocol), int P>
 double library_step(const Scenario& s, const std::string&) {
   return Step(s.cluster.library, static_cast<engine::Protocol>(P));
 }
@@ -60,11 +60,11 @@ void set_library_step(Scenario& s, const std::string&, double v) {
   (s.cluster.library.*Field)[P] = v;
 }
 template <int P>
-constexpr auto net_step = library_step<&engine::network_step_s, &core::CollectiveLibrarySpec::net_step_s, P>;
+constexpr auto net_step = library_step<&engine::network_step_s, P>;
 template <int P>
 constexpr auto set_net_step = set_library_step<&core::CollectiveLibrarySpec::net_step_s, P>;
 template <int P>
-constexpr auto tree_step = library_step<&engine::tree_step_s, &core::CollectiveLibrarySpec::tree_step_s, P>;
+constexpr auto tree_step = library_step<&engine::tree_step_s, P>;
 template <int P>
 constexpr auto set_tree_step = set_library_step<&core::CollectiveLibrarySpec::tree_step_s, P>;
 std::string megatron_source(const Scenario&, const std::string&) {
@@ -111,17 +111,10 @@ const std::array<Kind, 38>& kinds() {
       // An H100's GEMMs with a dimension of a multiple of 2 or 4 bf16 elements only, or an odd one, reach a quarter
       // and a seventh of its peak (validate/results/).
       {"device.gemm_efficiency_narrow", "", true, false, 0.02, 0.95, efficiency_source,
-       [](const Scenario& s, const std::string&) {
-         const auto& d = s.cluster.device;
-         return d.gemm_efficiency_narrow > 0.0 ? d.gemm_efficiency_narrow : d.gemm_efficiency;
-       },
+       [](const Scenario& s, const std::string&) { return s.cluster.device.gemm_efficiency_narrow_in_use(); },
        [](Scenario& s, const std::string&, double v) { s.cluster.device.gemm_efficiency_narrow = v; }},
       {"device.gemm_efficiency_odd", "", true, false, 0.02, 0.95, efficiency_source,
-       [](const Scenario& s, const std::string&) {
-         const auto& d = s.cluster.device;
-         return d.gemm_efficiency_odd > 0.0 ? d.gemm_efficiency_odd
-                                            : (d.gemm_efficiency_narrow > 0.0 ? d.gemm_efficiency_narrow : d.gemm_efficiency);
-       },
+       [](const Scenario& s, const std::string&) { return s.cluster.device.gemm_efficiency_odd_in_use(); },
        [](Scenario& s, const std::string&, double v) { s.cluster.device.gemm_efficiency_odd = v; }},
       {"device.memory_efficiency", "", true, false, 0.3, 1.0, efficiency_source,
        [](const Scenario& s, const std::string&) { return s.cluster.device.memory_efficiency; },

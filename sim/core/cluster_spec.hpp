@@ -58,6 +58,13 @@ struct DeviceSpec {
   /// ceiling above.
   double gemm_efficiency_narrow = 0.0;
   double gemm_efficiency_odd = 0.0;
+  /** @brief The ceilings in use for narrow-loading and odd GEMMs: each falls back to the next wider one's. */
+  [[nodiscard]] double gemm_efficiency_narrow_in_use() const {
+    return gemm_efficiency_narrow > 0.0 ? gemm_efficiency_narrow : gemm_efficiency;
+  }
+  [[nodiscard]] double gemm_efficiency_odd_in_use() const {
+    return gemm_efficiency_odd > 0.0 ? gemm_efficiency_odd : gemm_efficiency_narrow_in_use();
+  }
   double memory_efficiency = 0.8;  ///< fraction of HBM bandwidth memory-bound kernels reach
   /// fraction of HBM bandwidth one eager elementwise operation reaches (a cast, an add, a multiply: one read and one
   /// write stream, as a device-to-device copy); unset: memory_efficiency

@@ -213,11 +213,8 @@ std::string render_table(const scenario::Scenario& s, const scenario::Evaluation
                             : std::string();
   const std::string misaligned =
       d.gemm_efficiency_narrow > 0.0 || d.gemm_efficiency_odd > 0.0
-          ? fmt::format(" ({:.2f} / {:.2f} with a dimension of 4-8 / 2 bytes)",
-                        d.gemm_efficiency_narrow > 0.0 ? d.gemm_efficiency_narrow : d.gemm_efficiency,
-                        d.gemm_efficiency_odd > 0.0 ? d.gemm_efficiency_odd
-                                                    : (d.gemm_efficiency_narrow > 0.0 ? d.gemm_efficiency_narrow
-                                                                                      : d.gemm_efficiency))
+          ? fmt::format(" ({:.2f} / {:.2f} with a dimension of 4-8 / 2 bytes)", d.gemm_efficiency_narrow_in_use(),
+                        d.gemm_efficiency_odd_in_use())
           : std::string();
   o += fmt::format("device    GEMM ceiling {:.2f}{}, flash attention {:.2f}/{:.2f}{}{}, memory-bound {:.2f} (eager streams {:.2f}) of {:.0f} GB/s, {} compute "
                    "units, {:.1f} us per kernel, compute {} beside collectives ({})\n",
