@@ -41,6 +41,7 @@ FetchPlan deepspeed_fetch_plan(std::span<const std::vector<ModuleParams>* const>
   const double max_reuse = plan.max_reuse_distance.value() / param_bytes;
   const double persist = plan.persistence_threshold.value() / param_bytes;
 
+  FetchPlan out;
   // The parameters, unit by unit, module by module; the forward's steps in that order, the backward's reversed.
   std::vector<Param> params;
   std::vector<Step> steps;
@@ -51,6 +52,10 @@ FetchPlan deepspeed_fetch_plan(std::span<const std::vector<ModuleParams>* const>
       for (int j = 0; j < m.count; ++j) {
         const double numel = m.tensors[static_cast<std::size_t>(j)];
         params.push_back(Param{numel, static_cast<int>(u), numel <= persist, {-1, -1}});
+        if (numel > 0.0 && numel <= persist) {
+          ++out.persistent_tensors;
+          out.persistent_elements += numel;
+        }
       }
     }
   }
@@ -73,7 +78,6 @@ FetchPlan deepspeed_fetch_plan(std::span<const std::vector<ModuleParams>* const>
     before[s + 1] = before[s] + numel;
   }
 
-  FetchPlan out;
   out.units.resize(units);
   // The trace queue: one entry per (parameter, step that uses it), in step order; popped from `head` on.
   std::vector<std::pair<int, int>> queue;

@@ -12,7 +12,10 @@
 //    a submodule's parameters after it ran, except those the prefetcher has already passed a later use of, and
 //    those used again within stage3_max_reuse_distance elements of the trace (the end of the forward's, used
 //    again at the start of the backward).
-//  - parameters no larger than stage3_param_persistence_threshold are never partitioned and never gathered.
+//  - parameters no larger than stage3_param_persistence_threshold stay gathered through the passes (the fetches
+//    skip them); their partitions are what the optimizer updates, so the step's end gathers each of them again
+//    (stage3.py _post_step: persistent_parameters[0].all_gather -> _allgather_params_coalesced, one
+//    all_gather_into_tensor per parameter on its partition group, waited on before the next forward).
 // The first wait on a gather of more than one parameter splits it (AllGatherCoalescedHandle.wait: per parameter,
 // a narrow of every rank's partition, a torch.cat and a record_stream per rank); a gather of one parameter
 // writes the parameter directly (AllGatherHandle).
@@ -50,6 +53,9 @@ struct FetchPlan {
   /// units the gathers run ahead of the unit that issues them: the largest unit's parameters that fit in the peak,
   /// less the current one (0 without prefetching)
   int ahead = 0;
+  /// the parameters at or under the persistence threshold (never fetched; gathered one by one after the step)
+  int persistent_tensors = 0;
+  double persistent_elements = 0.0;
 };
 
 /// One step's fetches, summed over the units.

@@ -198,6 +198,12 @@ struct StepLowering {
   double gather_bytes = 0.0;                 ///< the full output of that gather
   core::Bytes gather_piece;
   graph::Stream gather_stream = graph::Stream::kParamGather;
+  /// DeepSpeed ZeRO-3: the persistent parameters (at or under stage3_param_persistence_threshold) gathered again
+  /// after the step, one all-gather each on their partition group, `persistent_bytes` in all (stage3.py _post_step)
+  std::optional<std::uint16_t> persistent_group;
+  int persistent_gathers = 0;
+  double persistent_bytes = 0.0;
+  graph::Stream persistent_stream = graph::Stream::kParamGather;
   double host_optimizer_bytes = 0.0;  ///< ZeRO-Offload: host memory traffic of CPU Adam (0 = no offload)
   double upload_bytes = 0.0;          ///< ZeRO-Offload: updated fp16 parameters copied back to the device
   /// ZeRO-Offload: the host's work before that copy (the fp32 -> 16-bit conversion into a pageable temporary and

@@ -356,8 +356,14 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
                              core::Bytes(bytes / sh.grads), unit, micro));
     }
     if (boundary && c_size > 1) {
-      chain(g.add_collective(role, reduce_stream, CollectiveOp::kAllReduce, Purpose::kGradReduce, c_group,
-                             core::Bytes(bytes / sh.optimizer), unit, micro));
+      // DeepSpeed's MiCS all-reduces the bucket's gradient partitions across the replicas with all_reduce_coalesced
+      // (deepspeed@v0.14.0 runtime/zero/mics.py allreduce_mics_shard_grads), which PyTorch's ProcessGroupNCCL runs
+      // as one ncclAllReduce per tensor inside a group: each pays the library's latency. Elsewhere one buffer.
+      const int calls = mics && plan.framework == core::Framework::kDeepSpeed ? std::max(1, tensors) : 1;
+      for (int call = 0; call < calls; ++call) {
+        chain(g.add_collective(role, reduce_stream, CollectiveOp::kAllReduce, Purpose::kGradReduce, c_group,
+                               core::Bytes(bytes / sh.optimizer / calls), unit, micro));
+      }
     }
     if (plan.offload.optimizer) {
       // ZeRO-Offload: this rank's reduced share of the bucket goes to the host, where CPU Adam will read it.
@@ -576,6 +582,12 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
       step.upload_bytes = shard * plan.offload.ratio * 4.0;
       step.upload_device_bytes = shard * plan.offload.ratio * (4.0 + pb);
     }
+  }
+  if (fetch && gather && ds_stage3 && fetch->persistent_tensors > 0) {
+    step.persistent_group = p_group;
+    step.persistent_gathers = fetch->persistent_tensors;
+    step.persistent_bytes = fetch->persistent_elements * pb;
+    step.persistent_stream = p_stream;
   }
   if (u_size > 1) {
     step.gather_group = u_group;

@@ -126,11 +126,11 @@ inline constexpr double kFittedA100AttentionBackward = 0.2662;
 
 /// The V100's GEMM ceiling (SXM2 and SXM3 parts): fitted on the zeropp-v100-fit set (fit: ZeRO-3 and ZeRO++ for an
 /// 18B GPT on 384 V100s of DGX-2 nodes with all eight NICs, the runs least bound by the network; DeepSpeed's ZeRO++
-/// blog, Fig. 8), the 100-400 Gb/s runs of zeropp-v100 held out (50.5% -> 18.7% mean error): `shardsim calibrate
+/// blog, Fig. 8), the 100-400 Gb/s runs of zeropp-v100 held out (50.5% -> 16.6% mean error): `shardsim calibrate
 /// --set zeropp-v100-fit zeropp-v100 --fit device.gemm_efficiency` (the test DeviceFit.V100GemmIsTheFitToZeroPPsFastestRuns
 /// refits it). It stands for all of Megatron-DeepSpeed's fp16 compute on the V100, its unfused kernels' shortfall
-/// included (two runs fit one parameter: +-0.023).
-inline constexpr double kFittedV100GemmEfficiency = 0.4532;
+/// included (two runs fit one parameter: +-0.025).
+inline constexpr double kFittedV100GemmEfficiency = 0.4747;
 
 /** @brief The codec kernels' throughput on `d`: its own measurement where it has one, else the H100's scaled by
  *  compute units (the kernels' integer work runs on 64 INT32 lanes per SM on V100, A100 and H100 and per CU on

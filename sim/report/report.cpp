@@ -268,9 +268,11 @@ std::string render_table(const scenario::Scenario& s, const scenario::Evaluation
   if (const auto f = deepspeed_fetches(s, ev)) {
     o += fmt::format("fetches   DeepSpeed's coordinator: {} all-gathers per micro-batch ({} parameters in coalesced ones, "
                      "split per rank on the host), {} units ahead (stage3_max_live_parameters), {:.1f}% of the "
-                     "parameters kept from the forward for the backward (stage3_max_reuse_distance)\n",
+                     "parameters kept from the forward for the backward (stage3_max_reuse_distance); {} persistent "
+                     "parameters (stage3_param_persistence_threshold) gathered one by one after the step\n",
                      f->gathers, f->split_params, ev.costs.fetch.ahead,
-                     f->forward_elements > 0.0 ? 100.0 * f->kept_elements / f->forward_elements : 0.0);
+                     f->forward_elements > 0.0 ? 100.0 * f->kept_elements / f->forward_elements : 0.0,
+                     ev.costs.fetch.persistent_tensors);
   }
   if (one_group_stream(ev)) {
     o += "groups    parameter gathers and gradient reductions on one process group: its one NCCL stream runs them one "
@@ -590,7 +592,9 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
                                       {"units_ahead", ev.costs.fetch.ahead},
                                       {"peak_live_elements", ev.costs.fetch.peak_live_elements},
                                       {"kept_for_backward_elements", f->kept_elements},
-                                      {"forward_elements", f->forward_elements}};
+                                      {"forward_elements", f->forward_elements},
+                                      {"persistent_parameters", ev.costs.fetch.persistent_tensors},
+                                      {"persistent_elements", ev.costs.fetch.persistent_elements}};
   }
   j["plan"]["gathers_and_reductions_share_a_stream"] = one_group_stream(ev);
   j["engine"] = engine::engine_name(s.engine);

@@ -92,13 +92,16 @@ TEST(Validate, PaperClaims) {
       // 0.60x -> 0.45x and 1.35x -> 1.93x once DeepSpeed's host waits for the third-last reduction and fetch;
       // 0.42x and 1.83x with its coordinator's coalesced prefetches, live bound, reuse distance and gather splits;
       // 0.46x and 1.72x with the A100's flash attention fitted (the one-node run slows more than the 1,024-GPU one).
-      {"zero3-13b-8-to-1024", {false, 0.487}},
+      // 0.47x and 1.82x once ZeRO-3 gathers its persistent parameters one by one after the step (81 all-gathers
+      // over 1,024 ranks per iteration for 13B) and MiCS all-reduces its partitions tensor by tensor.
+      {"zero3-13b-8-to-1024", {false, 0.468}},
       // MiCS runs as DeepSpeed's ZeRO-3 (its optimizer's step and host work): 0.98-1.00x before; 1.01-1.09x with
       // AMSP's plans on InternEvo's fused model code.
-      {"amsp-over-mics-7b", {false, 1.069}},
-      {"amsp-over-mics-13b", {false, 1.085}},
-      {"amsp-over-mics-30b", {false, 1.012}},
-      {"amsp-over-zeropp-13b", {false, 1.742}},
+      // 1.10x (7B, inside the band), 1.10x, 1.02x with MiCS's replica all-reduce tensor by tensor.
+      {"amsp-over-mics-7b", {true, 0}},
+      {"amsp-over-mics-13b", {false, 1.101}},
+      {"amsp-over-mics-30b", {false, 1.022}},
+      {"amsp-over-zeropp-13b", {false, 1.821}},
       {"overlap-13b-m1", {true, 0}},
       {"overlap-30b-m1", {true, 0}},
       {"rank-7b-1024", {false, 0}},
@@ -111,15 +114,17 @@ TEST(Validate, PaperClaims) {
       // 1.07x with the GCD's compute slowed beside RCCL's kernels as the H100's beside NCCL's (not assumed).
       // 1.066x and inside the band once RCCL's network is the fit to LUMI-G's all-reduce (faster LL steps, slower
       // Simple ones, 2.5x its table's in-node hops: 336 of them in each 384-rank ring).
-      {"frontier-zeropp-over-zero3", {true, 0}},
+      // 1.053x, just outside, once both gather their 354 persistent parameters (the 20B GPT's norms and biases) one
+      // by one over 384 ranks after the step, as DeepSpeed does: about 1 s that neither scheme shortens.
+      {"frontier-zeropp-over-zero3", {false, 1.053}},
       {"frontier-3level-over-zeropp", {false, 1.000}},
       {"frontier-3level-scaling", {true, 0}},
       // Lassen (arXiv 2409.02423): naive compression +22.5%, hybrid +17.3% TFLOPS/GPU.
       // (0.99x / 0.98x with codec speeds a fraction of HBM bandwidth; the kernels measured on an H100, scaled to the
       // V100's 80 SMs, are slower)
       // 0.977x / 0.945x since the V100's GEMM ceiling is the DGX-2 fit (0.967x / 0.923x at the 0.70 guess).
-      {"lassen-naive-over-baseline", {false, 0.977}},
-      {"lassen-hybrid-over-baseline", {false, 0.945}},
+      {"lassen-naive-over-baseline", {false, 0.976}},
+      {"lassen-hybrid-over-baseline", {false, 0.944}},
       // ZeRO++ (DeepSpeed's blog, 384 V100s): ZeRO++ / ZeRO-3 from 100 to 400 Gb/s per node. Within the band once a
       // process group's collectives run one at a time (ZeRO-3's gathers and reductions share one NCCL stream); the
       // 1K-token runs at 400 Gb/s are still far slower than predicted, ZeRO-3 too little slower at 100 Gb/s.
@@ -128,7 +133,7 @@ TEST(Validate, PaperClaims) {
       {"zeropp-over-zero3-ib2-2k", {true, 0}},
       {"zeropp-over-zero3-ib4-1k", {true, 0}},
       {"zeropp-over-zero3-ib4-2k", {true, 0}},
-      {"zero3-ib4-over-ib1-1k", {false, 2.552}},
+      {"zero3-ib4-over-ib1-1k", {false, 2.527}},
   };
   const auto j = validate_json("amsp-v2 seed-ratios zeropp-v100");
   int seen = 0;

@@ -99,9 +99,22 @@ TEST(PartitionedStrategy, MicsVolumesMatchTheHandDerivation) {
   c.plan.partition = core::PartitionSpec{4, 4, 4, 0};
   const auto o = c.run(PartitionedStrategy());
   const double m = c.model.total_params() * 2.0, g = 4, r = 8, micros = 2;
-  EXPECT_NEAR(o.bytes[0], micros * 3.0 * (g - 1) / g * m, 1e-6 * m);
+  // (+ the norms DeepSpeed keeps gathered, gathered again inside the group after the step: 9 x h bf16 elements)
+  const double persistent = 9.0 * c.model.hidden * 2.0 * (g - 1) / g;
+  EXPECT_NEAR(o.bytes[0], micros * 3.0 * (g - 1) / g * m + persistent, 1e-6 * m);
   EXPECT_NEAR(o.bytes[1], 2.0 * (r - 1) / r * m / g + 2 * 4.0 * 7.0 / 32 / 4, 1e-6 * m);  // + the grad-norm scalar
   EXPECT_EQ(describe_partition(c.plan), "mics-4");
+  // DeepSpeed's MiCS all-reduces the partitions tensor by tensor (all_reduce_coalesced: one ncclAllReduce each).
+  int tensors = 0;
+  for (const auto& u : compute_model_costs(c.model, c.plan).units) tensors += u.tensors;
+  graph::TaskGraph lowered;
+  PartitionedStrategy().lower(LoweringInput{c.model, c.cluster, c.plan, compute_model_costs(c.model, c.plan)}, lowered);
+  int all_reduces = 0;
+  for (const auto& t : lowered.tasks()) {
+    all_reduces += t.kind == graph::TaskKind::kCollective && t.purpose == Purpose::kGradReduce &&
+                   t.op == graph::CollectiveOp::kAllReduce;
+  }
+  EXPECT_EQ(all_reduces, tensors);
 }
 
 // An AMSP point with optimizer states sharded wider than parameters and gradients: the boundary reduce-scatter
@@ -119,7 +132,7 @@ TEST(PartitionedStrategy, AmspPointWithWiderOptimizerSharding) {
   // Hand-derived: per micro 3 (4-1)/4 M inside the node; boundary RS over 8 ranks of M/4 (stride 4: across
   // nodes), then the updated-parameter gather over 8 ranks of M/4 (across nodes).
   const double m = costs.params_per_rank * 2.0;
-  EXPECT_NEAR(o.bytes[0], 3.0 * 0.75 * m, 1e-6 * m);
+  EXPECT_NEAR(o.bytes[0], 3.0 * 0.75 * m + 9.0 * c.model.hidden * 2.0 * 0.75, 1e-6 * m);  // + the norms, as above
   EXPECT_NEAR(o.bytes[1], 2.0 * 7.0 / 8 * m / 4 + 2 * 4.0 * 31.0 / 32 / 4, 1e-6 * m);
 }
 
