@@ -40,6 +40,9 @@ FetchPlan deepspeed_fetch_plan(std::span<const std::vector<ModuleParams>* const>
   const double max_live = plan.max_live_parameters.value() / param_bytes;
   const double max_reuse = plan.max_reuse_distance.value() / param_bytes;
   const double persist = plan.persistence_threshold.value() / param_bytes;
+  const double model_persist = plan.model_persistence_threshold
+                                   ? plan.model_persistence_threshold->value() / param_bytes
+                                   : std::numeric_limits<double>::infinity();
 
   FetchPlan out;
   // The parameters, unit by unit, module by module; the forward's steps in that order, the backward's reversed.
@@ -51,8 +54,10 @@ FetchPlan deepspeed_fetch_plan(std::span<const std::vector<ModuleParams>* const>
       modules[u].emplace_back(static_cast<int>(params.size()), m.count);
       for (int j = 0; j < m.count; ++j) {
         const double numel = m.tensors[static_cast<std::size_t>(j)];
-        params.push_back(Param{numel, static_cast<int>(u), numel <= persist, {-1, -1}});
-        if (numel > 0.0 && numel <= persist) {
+        // (DeepSpeed walks named_parameters; the submodules' forward order stands in for it.)
+        const bool persists = numel <= persist && out.persistent_elements + numel <= model_persist;
+        params.push_back(Param{numel, static_cast<int>(u), persists, {-1, -1}});
+        if (numel > 0.0 && persists) {
           ++out.persistent_tensors;
           out.persistent_elements += numel;
         }

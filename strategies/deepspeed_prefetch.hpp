@@ -12,7 +12,8 @@
 //    a submodule's parameters after it ran, except those the prefetcher has already passed a later use of, and
 //    those used again within stage3_max_reuse_distance elements of the trace (the end of the forward's, used
 //    again at the start of the backward).
-//  - parameters no larger than stage3_param_persistence_threshold stay gathered through the passes (the fetches
+//  - parameters no larger than stage3_param_persistence_threshold, while their total stays within
+//    stage3_model_persistence_threshold, stay gathered through the passes (the fetches
 //    skip them); their partitions are what the optimizer updates, so the step's end gathers each of them again
 //    (stage3.py _post_step: persistent_parameters[0].all_gather -> _allgather_params_coalesced, one
 //    all_gather_into_tensor per parameter on its partition group, waited on before the next forward).

@@ -99,13 +99,14 @@ FetchPlan cached_fetch_plan(const ModelCosts& c, std::span<const std::vector<Mod
   struct Key {
     std::size_t units = 0;
     std::vector<ModuleParams> embedding, block, head;
-    std::array<double, 6> bounds{};
+    std::array<double, 7> bounds{};
     bool operator==(const Key&) const = default;
   };
   thread_local std::optional<std::pair<Key, FetchPlan>> last;
   Key key{c.units.size(), c.embedding_modules, c.block_modules, c.head_modules,
           {plan.prefetch_bucket.value(), plan.max_live_parameters.value(), plan.max_reuse_distance.value(),
-           plan.persistence_threshold.value(), param_bytes, largest}};
+           plan.persistence_threshold.value(),
+           plan.model_persistence_threshold ? plan.model_persistence_threshold->value() : -1.0, param_bytes, largest}};
   if (!last || !(last->first == key)) {
     last.emplace(std::move(key), deepspeed_fetch_plan(modules, plan, param_bytes, largest));
   }

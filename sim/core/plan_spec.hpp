@@ -203,6 +203,10 @@ struct PlanSpec {
   /// runtime/zero/config.py:200): parameter tensors no larger stay gathered on every rank (norms, biases), so
   /// their modules are never fetched (parameter_offload.py:242-257, mark_persistent_parameters)
   Bytes persistence_threshold{2e5};
+  /// DeepSpeed ZeRO-3's stage3_model_persistence_threshold (sys.maxsize by default: unset): the most elements the
+  /// persistent parameters may hold in all; in the model's order, a parameter that would take the total past it
+  /// is fetched like any other (parameter_offload.py mark_persistent_parameters)
+  std::optional<Bytes> model_persistence_threshold;
   Bytes ddp_bucket{25.0 * 1024 * 1024};  ///< PyTorch DDP bucket_cap_mb = 25
   /** DeepSpeed's overlap_comm; unset means DeepSpeed's default, see overlaps_comm(). */
   std::optional<bool> overlap_comm;

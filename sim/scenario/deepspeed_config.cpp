@@ -40,7 +40,8 @@ const std::vector<std::string>& zero_keys() {
 // The field a key names (DeepSpeed takes a field's alias and its name alike).
 std::string field_of(const std::string& key) {
   for (const char* alias : {"stage3_prefetch_bucket_size", "stage3_param_persistence_threshold",
-                            "stage3_max_live_parameters", "stage3_max_reuse_distance"}) {
+                            "stage3_model_persistence_threshold", "stage3_max_live_parameters",
+                            "stage3_max_reuse_distance"}) {
     if (key == alias) return key.substr(7);
   }
   return key;
@@ -234,6 +235,13 @@ DeepSpeedPlan parse_deepspeed_config(const std::string& text, const std::string&
       } else {
         bucket("persistence_threshold");
       }
+    } else if (field == "model_persistence_threshold") {
+      // 0 (nothing persists) is DeepSpeed's too
+      if (v.is_number() && v.get<double>() == 0.0) {
+        add("model_persistence_threshold", "0B", path);
+      } else {
+        bucket("model_persistence_threshold");
+      }
     } else if (key == "zero_quantized_weights") {
       add("zero_quantized_weights", flag(v, path), path);
     } else if (key == "zero_quantized_gradients") {
@@ -322,6 +330,7 @@ DeepSpeedExport deepspeed_config_of(const Scenario& s) {
     z["stage3_max_live_parameters"] = elements(p.max_live_parameters);
     z["stage3_max_reuse_distance"] = elements(p.max_reuse_distance);
     z["stage3_param_persistence_threshold"] = elements(p.persistence_threshold);
+    if (p.model_persistence_threshold) z["stage3_model_persistence_threshold"] = elements(*p.model_persistence_threshold);
   }
   if (mics > 0) z["mics_shard_size"] = mics;
   if (part.secondary > 0) z["zero_hpz_partition_size"] = part.secondary;

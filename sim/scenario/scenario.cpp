@@ -139,7 +139,7 @@ std::string offload_device(const ConfigNode& o) {
 core::PlanSpec parse_plan(const ConfigNode& n, PlanDeferred& later) {
   n.expect_map({"dp", "tp", "pp", "micro_batch", "global_batch", "recompute", "recompute_every", "zero_stage", "reduce_bucket",
                 "allgather_bucket", "prefetch_bucket", "max_live_parameters", "max_reuse_distance", "persistence_threshold",
-                "ddp_bucket",
+                "model_persistence_threshold", "ddp_bucket",
                 "overlap_comm",
                 "use_multi_rank_bucket_allreduce",
                 "flash_attention", "launch_blocking", "grad_accum_dtype", "collective_algorithm", "workspace",
@@ -172,6 +172,7 @@ core::PlanSpec parse_plan(const ConfigNode& n, PlanDeferred& later) {
   if (auto v = n.find("max_live_parameters")) p.max_live_parameters = v->as_bytes();
   if (auto v = n.find("max_reuse_distance")) p.max_reuse_distance = v->as_bytes(true);
   if (auto v = n.find("persistence_threshold")) p.persistence_threshold = v->as_bytes(true);
+  if (auto v = n.find("model_persistence_threshold")) p.model_persistence_threshold = v->as_bytes(true);
   if (auto v = n.find("ddp_bucket")) p.ddp_bucket = v->as_bytes();
   if (auto v = n.find("overlap_comm")) p.overlap_comm = v->as_bool();
   if (auto v = n.find("use_multi_rank_bucket_allreduce")) p.bucket_all_reduce = v->as_bool();
@@ -1070,6 +1071,9 @@ std::string plan_to_yaml(const core::PlanSpec& p, const core::ClusterSpec& clust
                    yaml_bytes(p.max_reuse_distance.value()));
   o += fmt::format("persistence_threshold: {}\nddp_bucket: {}\nworkspace: {}\n", yaml_bytes(p.persistence_threshold.value()),
                    yaml_bytes(p.ddp_bucket.value()), yaml_bytes(p.workspace.value()));
+  if (p.model_persistence_threshold) {
+    o += fmt::format("model_persistence_threshold: {}\n", yaml_bytes(p.model_persistence_threshold->value()));
+  }
   if (p.overlap_comm) o += fmt::format("overlap_comm: {}\n", *p.overlap_comm);
   if (p.launch_blocking) o += "launch_blocking: true\n";
   if (p.model_code) {

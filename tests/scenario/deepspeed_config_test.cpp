@@ -112,6 +112,14 @@ TEST(DeepSpeedConfig, ZeroOneAndTwoReductionFollowTheConfig) {
   EXPECT_DOUBLE_EQ(plan(R"({"zero_optimization": {"stage": 3, "stage3_param_persistence_threshold": 0}})")
                        .persistence_threshold.value(),
                    0.0);
+  // ... while their total stays within stage3_model_persistence_threshold (default sys.maxsize: unset).
+  EXPECT_FALSE(z3.model_persistence_threshold.has_value());
+  const auto capped = plan(R"({"zero_optimization": {"stage": 3, "stage3_model_persistence_threshold": 1e4}})");
+  ASSERT_TRUE(capped.model_persistence_threshold.has_value());
+  EXPECT_DOUBLE_EQ(capped.model_persistence_threshold->value(), 2e4);
+  EXPECT_DOUBLE_EQ(plan(R"({"zero_optimization": {"model_persistence_threshold": 0, "stage": 3}})")
+                       .model_persistence_threshold->value(),
+                   0.0);
 }
 
 // ZeRO-Infinity on the CPU: ZeRO-3's parameter partitions in host memory, copied in before each gather; the

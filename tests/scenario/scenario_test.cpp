@@ -443,6 +443,22 @@ TEST(ScenarioPlan, GradAccumDtypeAndLaunchBlocking) {
   expect_error(base + "  grad_accum_dtype: fp64\n", {5, 21, "plan.grad_accum_dtype", "fp32"});
 }
 
+// DeepSpeed's stage3_model_persistence_threshold: a size like the other buckets, unset by default, refused below 0,
+// and round-trips through the scenario file.
+TEST(ScenarioPlan, ModelPersistenceThreshold) {
+  const std::string base = "model: llama2-7b\ncluster: {preset: dgx-h100, nodes: 1}\nplan:\n  zero_stage: 3\n";
+  EXPECT_FALSE(parse_scenarios(base, "s.yaml").at(0).plan.model_persistence_threshold.has_value());
+  const auto s = parse_scenarios(base + "  model_persistence_threshold: 100kB\n", "s.yaml").at(0);
+  ASSERT_TRUE(s.plan.model_persistence_threshold.has_value());
+  EXPECT_DOUBLE_EQ(s.plan.model_persistence_threshold->value(), 1e5);
+  const std::string file = (std::filesystem::temp_directory_path() / "shardsim_model_persistence.yaml").string();
+  std::ofstream(file) << base << "  model_persistence_threshold: 100kB\n";
+  const Scenario back = parse_scenarios(scenario_with_plan(file, s.plan, s.cluster, "copy"), file).at(0);
+  ASSERT_TRUE(back.plan.model_persistence_threshold.has_value());
+  EXPECT_DOUBLE_EQ(back.plan.model_persistence_threshold->value(), 1e5);
+  expect_error(base + "  model_persistence_threshold: -1kB\n", {5, 32, "plan.model_persistence_threshold", "non-negative"});
+}
+
 // Megatron-DeepSpeed runs Megatron's layers under DeepSpeed's engine: model_code picks whose per-block host time the
 // framework thread spends, independent of the framework; unset, it follows the framework.
 TEST(ScenarioPlan, ModelCodeIsNotTheFramework) {

@@ -58,6 +58,27 @@ TEST(DeepSpeedPrefetch, TheForwardGathersEachParameterOnce) {
   }
 }
 
+// The persistent parameters are those at or under the threshold, until their total would pass the model's cap
+// (stage3_model_persistence_threshold): after that the norms are fetched like the rest. LLaMA-13B has 2 norms of
+// 5,120 per block and a final one: 81 in all.
+TEST(DeepSpeedPrefetch, TheModelsCapLimitsThePersistentParameters) {
+  core::PlanSpec p = zero3();
+  const ModelCosts all = costs_of("llama-13b", p);
+  EXPECT_EQ(all.fetch.persistent_tensors, 2 * 40 + 1);
+  EXPECT_DOUBLE_EQ(all.fetch.persistent_elements, 81.0 * 5120.0);
+  p.model_persistence_threshold = core::Bytes(10.5 * 5120.0 * 2.0);  // room for ten norms
+  const ModelCosts capped = costs_of("llama-13b", p);
+  EXPECT_EQ(capped.fetch.persistent_tensors, 10);
+  EXPECT_DOUBLE_EQ(capped.fetch.persistent_elements, 10.0 * 5120.0);
+  // The others are gathered in the passes: 71 norms more in the forward.
+  double forward_all = 0.0, forward_capped = 0.0;
+  for (std::size_t u = 0; u < all.units.size(); ++u) {
+    forward_all += all.fetch.units[u][0].elements;
+    forward_capped += capped.fetch.units[u][0].elements;
+  }
+  EXPECT_DOUBLE_EQ(forward_capped - forward_all, 71.0 * 5120.0);
+}
+
 // With the prefetch bucket at zero each submodule gathers its own parameters when it runs: one collective per
 // submodule above the threshold, one parameter each (nothing to split), nothing ahead.
 TEST(DeepSpeedPrefetch, WithoutPrefetchingEachSubmoduleGathersItself) {
