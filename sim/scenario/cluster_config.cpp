@@ -435,4 +435,13 @@ core::ClusterSpec parse_cluster(const ConfigNode& n) {
   return c;
 }
 
+int find_level(const ConfigNode& at, const core::ClusterSpec& c, const std::string& name) {
+  std::vector<std::string> names;
+  for (const auto& l : c.levels) names.push_back(l.name);
+  for (std::size_t i = 0; i < c.levels.size(); ++i) {
+    if (c.levels[i].name == name) return static_cast<int>(i);
+  }
+  at.fail(fmt::format("unknown network level '{}'{}; {} has: {}", name, suggest(name, names), c.name, join(names)));
+}
+
 }  // namespace shardsim::scenario
