@@ -319,8 +319,12 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
     };
     // ZeRO-3 and FSDP lay the bucket's gradients out rank by rank before reducing it (DeepSpeed's
     // reduce_scatter_coalesced: torch.cat; FSDP2: chunk_cat): a read and a write of the bucket. DeepSpeed slices
-    // each gradient per rank in Python first, on the host thread that runs the backward hooks.
-    if (hooked && !quant.gradients) {
+    // each gradient per rank in Python first, on the host thread that runs the backward hooks. Without
+    // reduce_scatter DeepSpeed's ZeRO-3 divides its contiguous bucket in place and all-reduces it instead
+    // (__avg_scatter_contiguous_grads: a read and a write, no per-rank loop).
+    if (hooked && !quant.gradients && shard_reduce == CollectiveOp::kAllReduce) {
+      kernel(2.0 * bytes);
+    } else if (hooked && !quant.gradients) {
       // (The hook runs when the host reaches it, in its own order, not when the GPU has produced the gradients.)
       const double layout_s = ds_stage3 && sh.grads > 1 ? cluster.host.rank_slice.value() * sh.grads * tensors : 0.0;
       const std::optional<TaskId> sliced =

@@ -99,6 +99,10 @@ namespace {
 bool deepspeed_zero_optimizer(const PlanSpec& p) {
   return p.framework == Framework::kDeepSpeed && p.pp == 1 && (p.zero_stage == 1 || p.zero_stage == 2);
 }
+// DeepSpeed's ZeRO-3 optimizer (DeepSpeedZeroOptimizer_Stage3) runs the plan: its parameters partitioned.
+bool deepspeed_zero3(const PlanSpec& p) {
+  return p.framework == Framework::kDeepSpeed && p.pp == 1 && (p.zero_stage == 3 || p.shards().params > 1);
+}
 }  // namespace
 
 bool PlanSpec::overlaps_comm() const {
@@ -108,7 +112,9 @@ bool PlanSpec::overlaps_comm() const {
 }
 
 bool PlanSpec::reduces_buckets_by_all_reduce() const {
-  return deepspeed_zero_optimizer(*this) && bucket_all_reduce && shards().params == 1 && !quantization.gradients;
+  if (quantization.gradients) return false;
+  if (deepspeed_zero_optimizer(*this) && shards().params == 1) return bucket_all_reduce || !reduce_scatter;
+  return !reduce_scatter && deepspeed_zero3(*this);
 }
 
 }  // namespace shardsim::core

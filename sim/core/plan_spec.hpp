@@ -215,6 +215,11 @@ struct PlanSpec {
    *  runtime/zero/config.py:111, stage_1_and_2.py:1120-1126; reduce_scatter: false does the same). False: one
    *  reduce-scatter per bucket. */
   bool bucket_all_reduce = true;
+  /** DeepSpeed's zero_optimization.reduce_scatter (default true). Off, ZeRO-1/2 all-reduce each bucket
+   *  (stage_1_and_2.py: gradient_reduction_w_predivide) and ZeRO-3 all-reduces its contiguous gradient bucket and
+   *  keeps its slice of each gradient, with no per-rank layout (deepspeed@v0.14.0 stage3.py
+   *  __reduce_and_partition_ipg_grads -> __avg_scatter_contiguous_grads). */
+  bool reduce_scatter = true;
   bool flash_attention = false;
   /// CUDA_LAUNCH_BLOCKING=1 in the run's environment: each kernel, copy and collective launch returns when its
   /// work is done, so the framework thread and the device take turns instead of overlapping (some production
@@ -255,7 +260,8 @@ struct PlanSpec {
    *  way) default to on; Megatron-LM's overlap_grad_reduce defaults to off. */
   [[nodiscard]] bool overlaps_comm() const;
   /** @brief True where gradient buckets are all-reduced rather than reduce-scattered: DeepSpeed's ZeRO-1/2
-   *  optimizer with bucket_all_reduce (not qgZ, not pipelines). */
+   *  optimizer with bucket_all_reduce or without reduce_scatter, DeepSpeed's ZeRO-3 without reduce_scatter (not
+   *  qgZ, not pipelines). */
   [[nodiscard]] bool reduces_buckets_by_all_reduce() const;
   /** @brief True where Megatron-LM's model code runs the layers: model_code megatron, or framework megatron when
    *  model_code is unset. */

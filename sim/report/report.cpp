@@ -84,7 +84,8 @@ std::string plan_line(const scenario::Scenario& s, const scenario::Evaluation& e
                                         p.float8.all_gather ? ", fp8 gathers" : "")
                           : "") +
          fmt::format(", model code {}, loss {}", core::model_code_name(p.code_in_use()),
-                     core::cross_entropy_name(p.loss_kernel()));
+                     core::cross_entropy_name(p.loss_kernel())) +
+         (p.reduce_scatter ? "" : ", reduce_scatter off (gradient buckets all-reduced)");
 }
 
 // The host link and the optimizer step of an offloaded run, for rank role `role`: bytes and busy time per direction,
@@ -578,6 +579,8 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
                {"zero_stage", p.zero_stage},
                {"framework", core::framework_name(p.framework)},
                {"overlap_comm", p.overlaps_comm()},
+               {"reduce_scatter", p.reduce_scatter},
+               {"gradient_buckets_all_reduced", p.reduces_buckets_by_all_reduce()},
                {"flash_attention", p.flash_attention},
                {"collective_algorithm", core::algorithm_name(p.algorithm)},
                {"compression", compression_line(p.compression)},

@@ -207,8 +207,9 @@ DeepSpeedPlan parse_deepspeed_config(const std::string& text, const std::string&
     } else if (key == "use_multi_rank_bucket_allreduce") {
       add("use_multi_rank_bucket_allreduce", flag(v, path), path);
     } else if (key == "reduce_scatter") {
-      // ZeRO-1/2 without reduce-scatter all-reduce their buckets (stage_1_and_2.py: allreduce_bucket).
-      if (flag(v, path) == "false") add("use_multi_rank_bucket_allreduce", "true", path);
+      // Without reduce-scatter ZeRO-1/2 all-reduce their buckets (stage_1_and_2.py: allreduce_bucket) and ZeRO-3 its
+      // contiguous bucket (stage3.py __avg_scatter_contiguous_grads).
+      if (flag(v, path) == "false") add("reduce_scatter", "false", path);
     } else if (key == "reduce_bucket_size") {
       if (!hidden_auto("reduce_bucket", 1.0, 2)) bucket("reduce_bucket");
     } else if (key == "allgather_bucket_size") {
@@ -322,6 +323,7 @@ DeepSpeedExport deepspeed_config_of(const Scenario& s) {
   z["stage"] = stage;
   if (p.overlap_comm) z["overlap_comm"] = *p.overlap_comm;
   z["reduce_bucket_size"] = elements(p.reduce_bucket);
+  if (!p.reduce_scatter) z["reduce_scatter"] = false;
   if (stage <= 2) {
     z["allgather_bucket_size"] = elements(p.allgather_bucket);
     z["use_multi_rank_bucket_allreduce"] = p.bucket_all_reduce;

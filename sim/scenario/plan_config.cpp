@@ -31,7 +31,7 @@ core::PlanSpec parse_plan(const ConfigNode& n, PlanDeferred& later) {
                 "allgather_bucket", "prefetch_bucket", "max_live_parameters", "max_reuse_distance", "persistence_threshold",
                 "model_persistence_threshold", "ddp_bucket",
                 "overlap_comm",
-                "use_multi_rank_bucket_allreduce",
+                "use_multi_rank_bucket_allreduce", "reduce_scatter",
                 "flash_attention", "launch_blocking", "grad_accum_dtype", "collective_algorithm", "workspace",
                 "partition", "mics_shard_size",
                 "zero_hpz_partition_size", "zero_quantized_weights", "zero_quantized_gradients",
@@ -66,6 +66,10 @@ core::PlanSpec parse_plan(const ConfigNode& n, PlanDeferred& later) {
   if (auto v = n.find("ddp_bucket")) p.ddp_bucket = v->as_bytes();
   if (auto v = n.find("overlap_comm")) p.overlap_comm = v->as_bool();
   if (auto v = n.find("use_multi_rank_bucket_allreduce")) p.bucket_all_reduce = v->as_bool();
+  if (auto v = n.find("reduce_scatter")) {
+    p.reduce_scatter = v->as_bool();
+    later.reduce_scatter = v;
+  }
   if (auto v = n.find("flash_attention")) p.flash_attention = v->as_bool();
   if (auto v = n.find("launch_blocking")) p.launch_blocking = v->as_bool();
   if (auto v = n.find("grad_accum_dtype")) {
@@ -377,6 +381,25 @@ void resolve_plan(Scenario& s, const ConfigNode& root, const PlanDeferred& later
   }
   resolve_partition(s, plan_at, later);
   resolve_compression(s, later);
+  if (later.reduce_scatter && !p.reduce_scatter) {
+    // What the key changes is DeepSpeed's ZeRO optimizers' bucket reduction; where it would change nothing, say so.
+    if (p.framework != core::Framework::kDeepSpeed) {
+      later.reduce_scatter->fail(fmt::format("reduce_scatter is DeepSpeed's ZeRO optimizers' key: framework {} has none",
+                                             core::framework_name(p.framework)));
+    }
+    if (p.zero_stage == 0 && p.is_plain_zero()) {
+      later.reduce_scatter->fail("reduce_scatter changes DeepSpeed's ZeRO optimizers (zero_stage 1-3): zero_stage 0 "
+                                 "has none");
+    }
+    if (p.pp > 1) {
+      later.reduce_scatter->fail("reduce_scatter: false (buckets all-reduced) is not modelled with pipeline "
+                                 "parallelism: the pipeline's ZeRO-1 reduce-scatters here");
+    }
+    if (p.quantization.gradients) {
+      later.reduce_scatter->fail("reduce_scatter: false makes DeepSpeed all-reduce ZeRO-3's gradient buckets, which "
+                                 "bypasses qgZ's quantised reduction (zero_quantized_gradients)");
+    }
+  }
   if (later.grad_accum_dtype && p.grad_accum_dtype == core::Dtype::kFp32 &&
       !strategies::deepspeed_bf16_optimizer(s.model, p)) {
     later.grad_accum_dtype->fail(

@@ -626,6 +626,7 @@ std::string plan_to_yaml(const core::PlanSpec& p, const core::ClusterSpec& clust
   if (p.grad_accum_dtype == core::Dtype::kFp32) o += "grad_accum_dtype: fp32\n";
   o += fmt::format("use_multi_rank_bucket_allreduce: {}\ncollective_algorithm: {}\n", p.bucket_all_reduce,
                    core::algorithm_name(p.algorithm));
+  if (!p.reduce_scatter) o += "reduce_scatter: false\n";
   if (p.offload.optimizer) {
     o += fmt::format("offload_optimizer: {{device: {}, ratio: {}", p.offload.optimizer_nvme ? "nvme" : "cpu",
                      p.offload.ratio);

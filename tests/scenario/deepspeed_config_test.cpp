@@ -100,7 +100,12 @@ TEST(DeepSpeedConfig, ZeroOneAndTwoReductionFollowTheConfig) {
   EXPECT_TRUE(scatter.overlaps_comm());
   EXPECT_FALSE(scatter.reduces_buckets_by_all_reduce());
   EXPECT_TRUE(plan(R"({"zero_optimization": {"stage": 1, "reduce_scatter": false}})").reduces_buckets_by_all_reduce());
-  // Stage 3 reduce-scatters (stage3.py: reduce_scatter_coalesced) and overlaps by default.
+  EXPECT_TRUE(plan(R"({"zero_optimization": {"stage": 2, "use_multi_rank_bucket_allreduce": false,
+                                             "reduce_scatter": false}})")
+                  .reduces_buckets_by_all_reduce());
+  // Stage 3 reduce-scatters (stage3.py: reduce_scatter_coalesced) and overlaps by default; without reduce_scatter it
+  // all-reduces its contiguous bucket (__avg_scatter_contiguous_grads).
+  EXPECT_TRUE(plan(R"({"zero_optimization": {"stage": 3, "reduce_scatter": false}})").reduces_buckets_by_all_reduce());
   const auto z3 = plan(R"({"zero_optimization": {"stage": 3}})");
   EXPECT_TRUE(z3.overlaps_comm());
   EXPECT_FALSE(z3.reduces_buckets_by_all_reduce());

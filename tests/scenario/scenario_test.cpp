@@ -459,6 +459,26 @@ TEST(ScenarioPlan, ModelPersistenceThreshold) {
   expect_error(base + "  model_persistence_threshold: -1kB\n", {5, 32, "plan.model_persistence_threshold", "non-negative"});
 }
 
+// DeepSpeed's zero_optimization.reduce_scatter: off, its ZeRO optimizers all-reduce their buckets; refused where no
+// DeepSpeed ZeRO optimizer would read it, and with qgZ, which it would bypass; round-trips through the scenario file.
+TEST(ScenarioPlan, ReduceScatterIsDeepSpeedsZeroKey) {
+  const std::string base = "model: llama2-7b\ncluster: {preset: dgx-h100, nodes: 2}\nplan:\n  zero_stage: 3\n";
+  const auto s = parse_scenarios(base + "  reduce_scatter: false\n", "s.yaml").at(0);
+  EXPECT_FALSE(s.plan.reduce_scatter);
+  EXPECT_TRUE(s.plan.reduces_buckets_by_all_reduce());
+  EXPECT_TRUE(parse_scenarios(base, "s.yaml").at(0).plan.reduce_scatter);
+  const std::string file = (std::filesystem::temp_directory_path() / "shardsim_reduce_scatter.yaml").string();
+  std::ofstream(file) << base << "  reduce_scatter: false\n";
+  EXPECT_FALSE(parse_scenarios(scenario_with_plan(file, s.plan, s.cluster, "copy"), file).at(0).plan.reduce_scatter);
+  expect_error(base + "  reduce_scatter: false\n  framework: fsdp\n", {5, 19, "plan.reduce_scatter", "framework fsdp"});
+  expect_error(replace(base, "zero_stage: 3", "zero_stage: 0") + "  reduce_scatter: false\n",
+               {5, 19, "plan.reduce_scatter", "zero_stage 0"});
+  expect_error(replace(base, "zero_stage: 3", "zero_stage: 1") + "  reduce_scatter: false\n  pp: 2\n",
+               {5, 19, "plan.reduce_scatter", "pipeline"});
+  expect_error(base + "  reduce_scatter: false\n  zero_quantized_gradients: true\n",
+               {5, 19, "plan.reduce_scatter", "qgZ"});
+}
+
 // Megatron-DeepSpeed runs Megatron's layers under DeepSpeed's engine: model_code picks whose per-block host time the
 // framework thread spends, independent of the framework; unset, it follows the framework.
 TEST(ScenarioPlan, ModelCodeIsNotTheFramework) {

@@ -404,6 +404,46 @@ TEST(ZeroStages, DeepSpeedSlicesGradientsPerRankAndKeepsSmallTensorsGathered) {
   EXPECT_EQ(Lowered(3, 1).per_submodule().count_by_purpose()[Purpose::kParamGatherFwd], 1 + 4 * 7 + 1);
 }
 
+// Without reduce_scatter DeepSpeed's ZeRO-3 all-reduces its contiguous gradient bucket and keeps its slices
+// (stage3.py __avg_scatter_contiguous_grads): twice the ring's bytes of a reduce-scatter, and no per-rank slicing on
+// the host before it.
+TEST(ZeroStages, DeepSpeedWithoutReduceScatterAllReducesItsBuckets) {
+  for (int devices : {8, 64}) {
+    Lowered rs(3, 1, devices);
+    Lowered ar(3, 1, devices);
+    ar.plan.reduce_scatter = false;
+    ar.g = graph::TaskGraph();
+    PartitionedStrategy().lower(LoweringInput{ar.model, ar.cluster, ar.plan, ar.costs}, ar.g);
+    double rs_bytes = 0.0, ar_bytes = 0.0;
+    int rs_n = 0, ar_n = 0;
+    for (const auto& t : rs.g.tasks()) {
+      if (t.kind != TaskKind::kCollective || t.purpose != Purpose::kGradReduce) continue;
+      EXPECT_EQ(t.op, CollectiveOp::kReduceScatter);
+      rs_bytes += t.bytes;
+      ++rs_n;
+    }
+    for (const auto& t : ar.g.tasks()) {
+      if (t.kind != TaskKind::kCollective || t.purpose != Purpose::kGradReduce) continue;
+      EXPECT_EQ(t.op, CollectiveOp::kAllReduce);
+      ar_bytes += t.bytes;
+      ++ar_n;
+    }
+    EXPECT_EQ(ar_n, rs_n) << devices;
+    EXPECT_DOUBLE_EQ(ar_bytes, rs_bytes) << devices;  // the same buckets, now all-reduced
+    // The host's per-rank slicing is gone: its framework time is the reduce-scatter plan's less rank_slice x ranks x
+    // tensors.
+    auto host = [](const Lowered& l) {
+      double s = 0.0;
+      for (const auto& t : l.g.tasks()) s += t.purpose == Purpose::kFramework ? t.time_s : 0.0;
+      return s;
+    };
+    const int tensors = 1 + 4 * 9 + 2;
+    EXPECT_NEAR(host(rs) - host(ar), rs.cluster.host.rank_slice.value() * devices * tensors, 1e-9) << devices;
+    // All-reduce sends twice what reduce-scatter does.
+    EXPECT_GT(ar.bytes_sent(), rs.bytes_sent());
+  }
+}
+
 // DeepSpeed splits each completed gather of several parameters rank by rank on the host (AllGatherCoalescedHandle
 // .wait): the coordinator's coalesced prefetches cost the host gather_split per rank and parameter, a cost that
 // grows with the group; MiCS's gathers write the parameters in place.
