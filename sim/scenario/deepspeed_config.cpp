@@ -207,9 +207,7 @@ DeepSpeedPlan parse_deepspeed_config(const std::string& text, const std::string&
     } else if (key == "use_multi_rank_bucket_allreduce") {
       add("use_multi_rank_bucket_allreduce", flag(v, path), path);
     } else if (key == "reduce_scatter") {
-      // Without reduce-scatter ZeRO-1/2 all-reduce their buckets (stage_1_and_2.py: allreduce_bucket) and ZeRO-3 its
-      // contiguous bucket (stage3.py __avg_scatter_contiguous_grads).
-      if (flag(v, path) == "false") add("reduce_scatter", "false", path);
+      (void)flag(v, path);  // taken below, with the stage and contiguous_gradients known
     } else if (key == "reduce_bucket_size") {
       if (!hidden_auto("reduce_bucket", 1.0, 2)) bucket("reduce_bucket");
     } else if (key == "allgather_bucket_size") {
@@ -266,6 +264,19 @@ DeepSpeedPlan parse_deepspeed_config(const std::string& text, const std::string&
       (void)count(v, path);
     } else {
       out.ignored.push_back(path);
+    }
+  }
+  // Without reduce-scatter ZeRO-1/2 all-reduce their buckets (stage_1_and_2.py: allreduce_bucket) and ZeRO-3 its
+  // contiguous bucket (stage3.py __avg_scatter_contiguous_grads), which needs contiguous_gradients (on by default):
+  // without it ZeRO-3 reduce-scatters as before.
+  if (z.contains("reduce_scatter") && !z["reduce_scatter"].get<bool>()) {
+    const bool stage3 = z.contains("stage") && z["stage"].is_number_integer() && z["stage"].get<long long>() == 3;
+    const bool contiguous = !z.contains("contiguous_gradients") || !z["contiguous_gradients"].is_boolean() ||
+                            z["contiguous_gradients"].get<bool>();
+    if (stage3 && !contiguous) {
+      out.ignored.push_back("zero_optimization.reduce_scatter");
+    } else {
+      add("reduce_scatter", "false", "zero_optimization.reduce_scatter");
     }
   }
   if (z.contains("sub_group_size")) {

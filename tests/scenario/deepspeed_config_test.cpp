@@ -106,6 +106,9 @@ TEST(DeepSpeedConfig, ZeroOneAndTwoReductionFollowTheConfig) {
   // Stage 3 reduce-scatters (stage3.py: reduce_scatter_coalesced) and overlaps by default; without reduce_scatter it
   // all-reduces its contiguous bucket (__avg_scatter_contiguous_grads).
   EXPECT_TRUE(plan(R"({"zero_optimization": {"stage": 3, "reduce_scatter": false}})").reduces_buckets_by_all_reduce());
+  // ... which needs its contiguous gradient buffer (contiguous_gradients, on by default).
+  EXPECT_FALSE(plan(R"({"zero_optimization": {"stage": 3, "reduce_scatter": false, "contiguous_gradients": false}})")
+                   .reduces_buckets_by_all_reduce());
   const auto z3 = plan(R"({"zero_optimization": {"stage": 3}})");
   EXPECT_TRUE(z3.overlaps_comm());
   EXPECT_FALSE(z3.reduces_buckets_by_all_reduce());
