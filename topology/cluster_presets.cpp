@@ -1,6 +1,10 @@
 #include "topology/cluster_presets.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <memory>
+#include <string>
 
 namespace shardsim::topology {
 namespace {
@@ -62,6 +66,139 @@ constexpr double kRcclSlingshotLatencyScale = 2.492559569;
 constexpr double kRcclSlingshotTreeLL = 5.962377673e-6;
 constexpr double kRcclSlingshotTreeSimple = 23.25798937e-6;
 constexpr double kRcclSlingshotBandwidth = 22.61989578;  // GB/s per NIC
+
+// ---------------------------------------------------------------- the built-in machines link by link
+// One node's devices, CPUs and NICs with the links between them, and the fabric between nodes: what the SimGrid
+// engine builds its platform from (topology/link_topology.hpp), the same description a scenario's cluster.topology
+// gives. The NIC ports' rate is left to the machine's outermost network level (port_bandwidth 0), so the levels
+// and the link graph stay one description. Links: bandwidth per direction in GB/s; every hop 1 us [guess].
+using core::FabricSpec;
+using core::NodeGraphSpec;
+
+void link(NodeGraphSpec& g, std::string a, std::string b, double gbps, const char* source) {
+  g.links.push_back(core::NodeLinkSpec{std::move(a), std::move(b), BytesPerSec(gbps * GBps), Seconds(1.0 * us), source});
+}
+
+// Frontier: one HPE Cray EX235a node (F1, F2), 4 MI250X = 8 GCDs, one 64-core EPYC, 4 Slingshot-11 NICs; a
+// dragonfly of 128-node groups.
+std::shared_ptr<const NodeGraphSpec> frontier_graph() {
+  auto g = std::make_shared<NodeGraphSpec>();
+  for (int i = 0; i < 8; ++i) g->devices.push_back(fmt::format("gcd{}", i));
+  g->hosts = {"cpu"};
+  for (int k = 0; k < 4; ++k) g->nics.push_back(fmt::format("hsn{}", k));
+  // Infinity Fabric between GCDs: one IF link = 50 GB/s per direction (F3); per-pair link counts from the node
+  // diagram (F2).
+  const char* if4 = "F2: 4 IF links (x 50 GB/s, F3); latency [guess]";
+  const char* if2 = "F2: 2 IF links (x 50 GB/s, F3); latency [guess]";
+  const char* if1 = "F2: 1 IF link (50 GB/s, F3); latency [guess]";
+  auto gcd = [](int i) { return fmt::format("gcd{}", i); };
+  for (int p = 0; p < 8; p += 2) link(*g, gcd(p), gcd(p + 1), 200.0, if4);
+  link(*g, gcd(0), gcd(6), 100.0, if2);
+  link(*g, gcd(2), gcd(4), 100.0, if2);
+  for (auto [a, b] : {std::pair{0, 2}, {1, 3}, {4, 6}, {5, 7}, {1, 5}, {3, 7}}) link(*g, gcd(a), gcd(b), 50.0, if1);
+  // One 36 GB/s CPU-GCD link per GCD (F1, F2).
+  for (int i = 0; i < 8; ++i) link(*g, "cpu", gcd(i), 36.0, "F1, F2: 36 GB/s CPU-GCD link; latency [guess]");
+  // hsn0-3 attached to GCD 1, 3, 5, 7 over PCIe Gen4 ESM, 50 GB/s (F2).
+  for (int k = 0; k < 4; ++k) link(*g, gcd(2 * k + 1), fmt::format("hsn{}", k), 50.0, "F2: PCIe Gen4 ESM 50 GB/s; latency [guess]");
+  for (int i = 0; i < 8; ++i) {
+    g->nic_of_device.push_back(fmt::format("hsn{}", i / 2));  // the NIC on the GCD's own MI250X package
+    g->host_of_device.push_back("cpu");
+  }
+  g->devices_forward = true;  // Infinity Fabric routes through other GCDs (F2)
+  FabricSpec& f = g->fabric;
+  f.kind = FabricSpec::Kind::kDragonfly;
+  f.group_nodes = 128;           // one cabinet per dragonfly group [unverified]
+  f.group_switches = 32;         // Rosetta switches per group [unverified]
+  f.endpoints_per_switch = 16;   // 16 endpoint ports per switch [unverified]; see switch_of
+  f.global_links = 4;            // about 4 links between every pair of groups [unverified]
+  f.port_latency = Seconds(1.0 * us);
+  f.port_source = "F1: Slingshot-11 NIC port; latency [guess]";
+  f.switch_bandwidth = BytesPerSec(25.0 * GBps);
+  f.switch_latency = Seconds(0.5 * us);
+  f.switch_source = "[unverified] all-to-all 200 Gb/s switch links inside a group; latency [guess]";
+  f.global_bandwidth = BytesPerSec(25.0 * GBps);
+  f.global_latency = Seconds(1.0 * us);
+  f.global_source = "[unverified] ~4 global 200 Gb/s links per group pair; latency [guess]";
+  g->description = "Frontier: HPE Cray EX235a nodes (F1, F2), Slingshot-11 dragonfly (groups of 128 nodes)";
+  return g;
+}
+
+// Lassen: one IBM AC922 node (S1-S3), 4 V100 and 2 POWER9, NVLink2 and the X-Bus, one EDR HCA per socket; a
+// dual-rail fat tree.
+std::shared_ptr<const NodeGraphSpec> lassen_graph() {
+  auto g = std::make_shared<NodeGraphSpec>();
+  g->devices = {"gpu0", "gpu1", "gpu2", "gpu3"};
+  g->hosts = {"cpu0", "cpu1"};
+  g->nics = {"ib0", "ib1"};
+  const char* nvl = "S1: 3 NVLink2 bricks x 25 GB/s [derived]; latency [guess]";
+  link(*g, "gpu0", "gpu1", 75.0, nvl);
+  link(*g, "gpu2", "gpu3", 75.0, nvl);
+  const char* cpu_gpu = "S1, S3: 3 NVLink2 bricks CPU-GPU = 75 GB/s [derived]; latency [guess]";
+  link(*g, "cpu0", "gpu0", 75.0, cpu_gpu);
+  link(*g, "cpu0", "gpu1", 75.0, cpu_gpu);
+  link(*g, "cpu1", "gpu2", 75.0, cpu_gpu);
+  link(*g, "cpu1", "gpu3", 75.0, cpu_gpu);
+  link(*g, "cpu0", "cpu1", 64.0, "S1: X-Bus 64 GB/s; latency [guess]");
+  // Dual-rail EDR: one HCA per socket (S1, S2); its PCIe attachment is [unverified] (Gen4 x8, 16 GB/s).
+  link(*g, "cpu0", "ib0", 16.0, "[unverified] PCIe Gen4 x8 to the HCA; latency [guess]");
+  link(*g, "cpu1", "ib1", 16.0, "[unverified] PCIe Gen4 x8 to the HCA; latency [guess]");
+  g->nic_of_device = {"ib0", "ib0", "ib1", "ib1"};  // the HCA of the GPU's socket [unverified]
+  g->host_of_device = {"cpu0", "cpu0", "cpu1", "cpu1"};
+  FabricSpec& f = g->fabric;
+  f.kind = FabricSpec::Kind::kFatTree;
+  f.rails_are_planes = true;  // dual-rail: one plane per HCA [unverified]
+  f.leaf_nodes = 18;          // [guess] 36-port EDR leaves, 18 down / 18 up
+  f.spines = 18;              // [guess] full bisection
+  f.port_latency = Seconds(1.0 * us);
+  f.port_source = "S1, S2: EDR per rail; latency [guess]";
+  f.switch_bandwidth = BytesPerSec(12.5 * GBps);
+  f.switch_latency = Seconds(0.5 * us);
+  f.switch_source = "[guess] one EDR link from each leaf to each spine";
+  g->description = "Lassen: IBM AC922 nodes (S1-S3), dual-rail EDR InfiniBand fat tree";
+  return g;
+}
+
+// DGX H100 (and H200, the same system): 8 GPUs on NVSwitch, 2 Xeon 8480C, 8 x 400 Gb/s compute NICs, one per GPU
+// behind its PCIe switch; a rail-optimised fat tree.
+std::shared_ptr<const NodeGraphSpec> dgx_graph() {
+  auto g = std::make_shared<NodeGraphSpec>();
+  for (int i = 0; i < 8; ++i) g->devices.push_back(fmt::format("gpu{}", i));
+  g->switches = {"nvswitch"};
+  g->hosts = {"cpu0", "cpu1"};
+  for (int k = 0; k < 8; ++k) g->nics.push_back(fmt::format("ib{}", k));
+  // The four NVSwitch chips modelled as one non-blocking switch; 18 NVLink4 links = 900 GB/s bidirectional per
+  // GPU (NVIDIA MLPerf system file) = 450 GB/s per direction.
+  for (int i = 0; i < 8; ++i) {
+    link(*g, fmt::format("gpu{}", i), "nvswitch", 450.0, "NVIDIA: 18 NVLink4, 450 GB/s per direction; latency [guess]");
+  }
+  for (int i = 0; i < 8; ++i) {
+    link(*g, i < 4 ? "cpu0" : "cpu1", fmt::format("gpu{}", i), 64.0,
+         "datasheet: PCIe Gen5 x16, 128 GB/s bidirectional; socket attachment [unverified]; latency [guess]");
+  }
+  link(*g, "cpu0", "cpu1", 62.4, "[guess] UPI between the two Xeon 8480C");
+  // 8 x 400 Gb/s compute NICs, one per GPU behind its PCIe switch (MLPerf system file; pairing [unverified]).
+  for (int k = 0; k < 8; ++k) {
+    link(*g, fmt::format("gpu{}", k), fmt::format("ib{}", k), 64.0,
+         "[unverified] PCIe Gen5 x16 GPU-NIC through a PCIe switch; latency [guess]");
+  }
+  for (int i = 0; i < 8; ++i) {
+    g->nic_of_device.push_back(fmt::format("ib{}", i));
+    g->host_of_device.push_back(i < 4 ? "cpu0" : "cpu1");
+  }
+  g->devices_forward = true;  // a transfer entering on another GPU's rail crosses NVLink through it (PXN)
+  FabricSpec& f = g->fabric;
+  f.kind = FabricSpec::Kind::kFatTree;
+  f.rails_are_planes = true;  // rail-optimised: NIC k of every node on rail k's leaves
+  f.leaf_nodes = 32;          // [unverified] 32 DGX per scalable unit, one leaf per rail per SU
+  f.spines = 16;              // [guess] 64-port switches: 32 uplinks per leaf as 2 x 400 Gb/s to 16 spines
+  f.port_latency = Seconds(1.0 * us);
+  f.port_source = "MLPerf system file: one NIC per GPU; latency [guess]";
+  f.switch_bandwidth = BytesPerSec(100.0 * GBps);
+  f.switch_latency = Seconds(0.5 * us);
+  f.switch_source = "[guess] 2 x 400 Gb/s from each leaf to each spine";
+  g->description = "DGX H100: NVSwitch nodes, rail-optimised InfiniBand fat tree (NDR 400 Gb/s)";
+  return g;
+}
 
 // NCCL 2.18's tuning model (engine/collective_library.hpp) on a machine of GPU generation `g`.
 Library nccl(Library::Generation g, bool amd_host, Library::IntraLink intra, const char* source) {
@@ -166,6 +303,7 @@ core::ClusterSpec make_frontier() {
       "RCCL tuning model 0 (ROCm/rccl@0cbce2a7 src/graph/tuning.cc); LL128 off [guess]; tree hops, NIC share and latency "
       "scale fitted on LUMI-G's RCCL all-reduce (De Sensi et al., SC24); ring LL steps as measured on Polaris (one "
       "assumption)";
+  c.topology = frontier_graph();
   return c;
 }
 
@@ -192,6 +330,7 @@ core::ClusterSpec make_lassen() {
   // levels' latencies.
   c.library.family = Library::Family::kAlphaBeta;
   c.library.source = "MVAPICH2-GDR: alpha-beta over the levels (its selection is not modelled)";
+  c.topology = lassen_graph();
   return c;
 }
 
@@ -288,6 +427,7 @@ core::ClusterSpec make_dgx_h100() {
   c.library = nccl(Library::Generation::kHopper, false, Library::IntraLink::kNvlink,
                    "NCCL 2.18 tuning model; latency scale fitted on A100 NVSwitch (vTrain all-reduce) [guess for H100]");
   c.library.latency_scale = kNcclA100LatencyScale;
+  c.topology = dgx_graph();
   return c;
 }
 
@@ -327,6 +467,9 @@ core::ClusterSpec make_dgx_h200() {
                              "shardsim's kernels measured on an H200 SXM (validate/results/, 1 GiB)"};
   // Pinned host-to-device copies on the measured H200 (the copy fit of `shardsim calibrate`); PCIe Gen5 x16.
   c.host.link_bandwidth = BytesPerSec(55.3916 * GBps);
+  auto g = std::make_shared<NodeGraphSpec>(*dgx_graph());
+  g->description = "DGX H200 (the DGX H100 system): NVSwitch nodes, rail-optimised InfiniBand fat tree (NDR 400 Gb/s)";
+  c.topology = std::move(g);
   return c;
 }
 

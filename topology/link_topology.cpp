@@ -21,94 +21,6 @@ core::ConfigError topology_error(const std::string& name, const std::string& wha
   return core::ConfigError(core::SourceLocation{"<topology:" + name + ">", 0, 0}, "cluster.topology", "expected " + what);
 }
 
-// ---------------------------------------------------------------- node graphs of the built-in machines
-
-NodeGraph frontier_node() {
-  NodeGraph n;
-  for (int i = 0; i < 8; ++i) n.devices.push_back(n.add_vertex(fmt::format("gcd{}", i), VertexKind::kDevice));
-  const int cpu = n.add_vertex("cpu", VertexKind::kHost);
-  // Infinity Fabric between GCDs: one IF link = 50 GB/s per direction (F3); per-pair link counts from the
-  // node diagram (F2). Per-hop latency [guess].
-  const char* if4 = "F2: 4 IF links (x 50 GB/s, F3); latency [guess]";
-  const char* if2 = "F2: 2 IF links (x 50 GB/s, F3); latency [guess]";
-  const char* if1 = "F2: 1 IF link (50 GB/s, F3); latency [guess]";
-  for (int p = 0; p < 8; p += 2) n.add_link(n.devices[p], n.devices[p + 1], 200.0, 1.0, if4);
-  n.add_link(n.devices[0], n.devices[6], 100.0, 1.0, if2);
-  n.add_link(n.devices[2], n.devices[4], 100.0, 1.0, if2);
-  for (auto [a, b] : {std::pair{0, 2}, {1, 3}, {4, 6}, {5, 7}, {1, 5}, {3, 7}}) {
-    n.add_link(n.devices[a], n.devices[b], 50.0, 1.0, if1);
-  }
-  // One 36 GB/s CPU-GCD link per GCD (F1, F2).
-  for (int i = 0; i < 8; ++i) n.add_link(cpu, n.devices[i], 36.0, 1.0, "F1, F2: 36 GB/s CPU-GCD link; latency [guess]");
-  // 4 Slingshot-11 NICs, hsn0-3 attached to GCD 1, 3, 5, 7 over PCIe Gen4 ESM, 50 GB/s (F2).
-  for (int k = 0; k < 4; ++k) {
-    const int nic = n.add_vertex(fmt::format("hsn{}", k), VertexKind::kNic);
-    n.nics.push_back(nic);
-    n.add_link(n.devices[2 * k + 1], nic, 50.0, 1.0, "F2: PCIe Gen4 ESM 50 GB/s; latency [guess]");
-  }
-  for (int i = 0; i < 8; ++i) {
-    n.nic_of_device.push_back(n.nics[i / 2]);  // the NIC on the GCD's own MI250X package
-    n.host_of_device.push_back(cpu);
-  }
-  return n;
-}
-
-NodeGraph lassen_node() {
-  NodeGraph n;
-  for (int i = 0; i < 4; ++i) n.devices.push_back(n.add_vertex(fmt::format("gpu{}", i), VertexKind::kDevice));
-  const int cpu0 = n.add_vertex("cpu0", VertexKind::kHost);
-  const int cpu1 = n.add_vertex("cpu1", VertexKind::kHost);
-  const char* nvl = "S1: 3 NVLink2 bricks x 25 GB/s [derived]; latency [guess]";
-  n.add_link(n.devices[0], n.devices[1], 75.0, 1.0, nvl);
-  n.add_link(n.devices[2], n.devices[3], 75.0, 1.0, nvl);
-  const char* cpu_gpu = "S1, S3: 3 NVLink2 bricks CPU-GPU = 75 GB/s [derived]; latency [guess]";
-  n.add_link(cpu0, n.devices[0], 75.0, 1.0, cpu_gpu);
-  n.add_link(cpu0, n.devices[1], 75.0, 1.0, cpu_gpu);
-  n.add_link(cpu1, n.devices[2], 75.0, 1.0, cpu_gpu);
-  n.add_link(cpu1, n.devices[3], 75.0, 1.0, cpu_gpu);
-  n.add_link(cpu0, cpu1, 64.0, 1.0, "S1: X-Bus 64 GB/s; latency [guess]");
-  // Dual-rail EDR: one HCA per socket (S1, S2); its PCIe attachment is [unverified] (Gen4 x8, 16 GB/s).
-  for (int k = 0; k < 2; ++k) {
-    const int hca = n.add_vertex(fmt::format("ib{}", k), VertexKind::kNic);
-    n.nics.push_back(hca);
-    n.add_link(k == 0 ? cpu0 : cpu1, hca, 16.0, 1.0, "[unverified] PCIe Gen4 x8 to the HCA; latency [guess]");
-  }
-  for (int i = 0; i < 4; ++i) {
-    n.nic_of_device.push_back(n.nics[i / 2]);  // the HCA of the GPU's socket [unverified]
-    n.host_of_device.push_back(i < 2 ? cpu0 : cpu1);
-  }
-  return n;
-}
-
-NodeGraph dgx_node() {
-  NodeGraph n;
-  for (int i = 0; i < 8; ++i) n.devices.push_back(n.add_vertex(fmt::format("gpu{}", i), VertexKind::kDevice));
-  // The four NVSwitch chips modelled as one non-blocking switch; 18 NVLink4 links = 900 GB/s bidirectional per
-  // GPU (NVIDIA MLPerf system file) = 450 GB/s per direction.
-  const int nvs = n.add_vertex("nvswitch", VertexKind::kSwitch);
-  for (int i = 0; i < 8; ++i) {
-    n.add_link(n.devices[i], nvs, 450.0, 1.0, "NVIDIA: 18 NVLink4, 450 GB/s per direction; latency [guess]");
-  }
-  const int cpu0 = n.add_vertex("cpu0", VertexKind::kHost);
-  const int cpu1 = n.add_vertex("cpu1", VertexKind::kHost);
-  for (int i = 0; i < 8; ++i) {
-    n.add_link(i < 4 ? cpu0 : cpu1, n.devices[i], 64.0, 1.0,
-               "datasheet: PCIe Gen5 x16, 128 GB/s bidirectional; socket attachment [unverified]; latency [guess]");
-  }
-  n.add_link(cpu0, cpu1, 62.4, 1.0, "[guess] UPI between the two Xeon 8480C");
-  // 8 x 400 Gb/s compute NICs, one per GPU behind its PCIe switch (MLPerf system file; pairing [unverified]).
-  for (int k = 0; k < 8; ++k) {
-    const int nic = n.add_vertex(fmt::format("ib{}", k), VertexKind::kNic);
-    n.nics.push_back(nic);
-    n.add_link(n.devices[k], nic, 64.0, 1.0, "[unverified] PCIe Gen5 x16 GPU-NIC through a PCIe switch; latency [guess]");
-  }
-  for (int i = 0; i < 8; ++i) {
-    n.nic_of_device.push_back(n.nics[i]);
-    n.host_of_device.push_back(i < 4 ? cpu0 : cpu1);
-  }
-  return n;
-}
-
 // A node derived from the cluster's levels: per intra-node level a switch per domain; ports per `shared_by`
 // ranks (or private per-rank links when `ideal`); NICs for the level above the node.
 NodeGraph levels_node(const core::ClusterSpec& c, bool ideal, int node_level) {
@@ -207,80 +119,35 @@ TopologyKind parse_topology_kind(const std::string& text, const std::string& key
 }
 
 LinkTopology LinkTopology::build(const core::ClusterSpec& c, TopologyKind kind) {
-  // The link-by-link machines are the built-in presets by id, whatever the scenario calls them.
-  const bool preset = c.preset == "frontier" || c.preset == "lassen" || c.preset == "dgx-h100";
-  if (kind == TopologyKind::kAuto) kind = preset || c.topology ? TopologyKind::kLinks : TopologyKind::kLevels;
-  LinkTopology t;
-  t.name_ = c.name;
-  t.nodes_ = c.nodes;
+  // A machine is link by link where it has a node graph: the built-in ones carry theirs (topology/cluster_presets.cpp),
+  // a scenario may give its own (cluster.topology).
+  if (kind == TopologyKind::kAuto) kind = c.topology ? TopologyKind::kLinks : TopologyKind::kLevels;
   if (c.nodes < 1) throw topology_error(c.name, "at least one node");
   if (c.max_nodes > 0 && c.nodes > c.max_nodes) {
     throw topology_error(c.name, fmt::format("at most {} nodes (the machine's size), got {}", c.max_nodes, c.nodes));
   }
-  bool devices_forward = false;
-  if (kind == TopologyKind::kLinks && c.topology) {
+  if (kind == TopologyKind::kLinks) {
+    if (!c.topology) {
+      throw topology_error(c.name, "a machine with a node graph (the built-in frontier, lassen, dgx-h100 and dgx-h200, "
+                                   "or a cluster.topology section) for the link-accurate topology; use the levels or "
+                                   "ideal topology otherwise");
+    }
     core::NodeGraphSpec spec = *c.topology;
+    if (!(spec.fabric.port_bandwidth.value() > 0.0)) {
+      // A NIC port carries what the machine's outermost network level says one link gives (the datasheet's rate, or
+      // what the collective library was measured to get of it): the levels and the link graph are one description,
+      // and a scenario's cluster.network changes both engines.
+      const auto& nic = c.levels.back();
+      spec.fabric.port_bandwidth = nic.link_bandwidth;
+      spec.fabric.port_source += fmt::format("; bandwidth from level {} ({})", nic.name, nic.source);
+    }
     if (c.fabric_override) apply_fabric_override(*c.fabric_override, spec.fabric);
     return from_spec(spec, c.name, c.nodes, c.devices_per_node);
   }
-  if (kind == TopologyKind::kLinks) {
-    if (!preset) {
-      throw topology_error(c.name, "a built-in machine (frontier, lassen, dgx-h100) or a cluster.topology section for "
-                                   "the link-accurate topology; use the levels or ideal topology otherwise");
-    }
-    if (c.preset == "frontier") {
-      t.node_ = frontier_node();
-      devices_forward = true;  // Infinity Fabric routes through other GCDs (F2)
-      auto& f = t.fab_;
-      f.kind = FabricKind::kDragonfly;
-      f.group_nodes = 128;           // one cabinet per dragonfly group [unverified]
-      f.group_switches = 32;         // Rosetta switches per group [unverified]
-      f.endpoints_per_switch = 16;   // 16 endpoint ports per switch [unverified]; see switch_of
-      f.global_links = 4;            // about 4 links between every pair of groups [unverified]
-      f.port_latency = core::Seconds(1.0 * kUs);
-      f.port_source = "F1: Slingshot-11 NIC port; latency [guess]";
-      f.switch_bandwidth = core::BytesPerSec(25.0 * kGBps);
-      f.switch_latency = core::Seconds(0.5 * kUs);
-      f.switch_source = "[unverified] all-to-all 200 Gb/s switch links inside a group; latency [guess]";
-      f.global_bandwidth = core::BytesPerSec(25.0 * kGBps);
-      f.global_latency = core::Seconds(1.0 * kUs);
-      f.global_source = "[unverified] ~4 global 200 Gb/s links per group pair; latency [guess]";
-      t.description_ = "Frontier: HPE Cray EX235a nodes (F1, F2), Slingshot-11 dragonfly (groups of 128 nodes)";
-    } else if (c.preset == "lassen") {
-      t.node_ = lassen_node();
-      auto& f = t.fab_;
-      f.kind = FabricKind::kFatTree;
-      f.rails_are_planes = true;  // dual-rail: one plane per HCA [unverified]
-      f.leaf_nodes = 18;          // [guess] 36-port EDR leaves, 18 down / 18 up
-      f.spines = 18;              // [guess] full bisection
-      f.port_latency = core::Seconds(1.0 * kUs);
-      f.port_source = "S1, S2: EDR per rail; latency [guess]";
-      f.switch_bandwidth = core::BytesPerSec(12.5 * kGBps);
-      f.switch_latency = core::Seconds(0.5 * kUs);
-      f.switch_source = "[guess] one EDR link from each leaf to each spine";
-      t.description_ = "Lassen: IBM AC922 nodes (S1-S3), dual-rail EDR InfiniBand fat tree";
-    } else {
-      t.node_ = dgx_node();
-      devices_forward = true;  // a transfer entering on another GPU's rail crosses NVLink through it (PXN)
-      auto& f = t.fab_;
-      f.kind = FabricKind::kFatTree;
-      f.rails_are_planes = true;  // rail-optimised: NIC k of every node on rail k's leaves
-      f.leaf_nodes = 32;          // [unverified] 32 DGX per scalable unit, one leaf per rail per SU
-      f.spines = 16;              // [guess] 64-port switches: 32 uplinks per leaf as 2 x 400 Gb/s to 16 spines
-      f.port_latency = core::Seconds(1.0 * kUs);
-      f.port_source = "MLPerf system file: one NIC per GPU; latency [guess]";
-      f.switch_bandwidth = core::BytesPerSec(100.0 * kGBps);
-      f.switch_latency = core::Seconds(0.5 * kUs);
-      f.switch_source = "[guess] 2 x 400 Gb/s from each leaf to each spine";
-      t.description_ = "DGX H100: NVSwitch nodes, rail-optimised InfiniBand fat tree (NDR 400 Gb/s)";
-    }
-    // A NIC port carries what the machine's outermost network level says one link gives (the datasheet's rate,
-    // or what the collective library was measured to get of it): the levels and the link graph are one
-    // description, and a scenario's cluster.network changes both engines.
-    const auto& nic = c.levels.back();
-    t.fab_.port_bandwidth = nic.link_bandwidth;
-    t.fab_.port_source += fmt::format("; bandwidth from level {} ({})", nic.name, nic.source);
-  } else {
+  LinkTopology t;
+  t.name_ = c.name;
+  t.nodes_ = c.nodes;
+  {  // a node derived from the cluster's levels
     const int levels = static_cast<int>(c.levels.size());
     int node_level = -1;
     for (int l = 0; l < levels; ++l) {
@@ -307,8 +174,6 @@ LinkTopology LinkTopology::build(const core::ClusterSpec& c, TopologyKind kind) 
     throw topology_error(c.name, fmt::format("a node graph with {} devices per node (the cluster has {})",
                                              t.devices_per_node(), c.devices_per_node));
   }
-  t.devices_forward_ = devices_forward;
-  if (kind == TopologyKind::kLinks && c.fabric_override) apply_fabric_override(*c.fabric_override, t.fab_);
   t.check_fabric();
   t.build_fabric();
   t.finish_node_routes();
@@ -398,7 +263,10 @@ LinkTopology LinkTopology::from_spec(const core::NodeGraphSpec& spec, std::strin
     }
     n.host_of_device.push_back(h);
   }
-  return from_node_graph(std::move(name), std::move(n), nodes, expected_devices, spec.devices_forward, spec.fabric);
+  LinkTopology t =
+      from_node_graph(std::move(name), std::move(n), nodes, expected_devices, spec.devices_forward, spec.fabric);
+  if (!spec.description.empty()) t.description_ = spec.description;
+  return t;
 }
 
 void LinkTopology::check_fabric() const {

@@ -75,7 +75,8 @@ struct NodeGraphSpec {
   std::vector<std::string> host_of_device;
   bool devices_forward = false;  ///< devices relay traffic between other vertices (as Infinity Fabric does)
   FabricSpec fabric;
-  std::string source;  ///< where the description came from (the scenario file)
+  std::string source;  ///< where the description came from (the scenario file), for links without a source of their own
+  std::string description;  ///< what the machine is (the built-in ones); empty: described from its shape
 };
 
 }  // namespace shardsim::core

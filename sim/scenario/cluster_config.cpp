@@ -376,8 +376,12 @@ core::ClusterSpec parse_cluster(const ConfigNode& n) {
     if (auto v = n.find("network")) c.levels = parse_network(*v);
     if (auto v = n.find("collective_library")) apply_library(*v, c.library);
     // A preset whose node or network the scenario redefines is no longer the built-in machine: both engines
-    // then see the levels as written (the SimGrid engine derives its links from them).
-    if (n.has("devices_per_node") || n.has("network")) c.preset.clear();
+    // then see the levels as written (the SimGrid engine derives its links from them, unless the scenario gives a
+    // node graph of its own, below).
+    if (n.has("devices_per_node") || n.has("network")) {
+      c.preset.clear();
+      c.topology.reset();
+    }
   }
   if (static_cast<long long>(c.nodes) * c.devices_per_node > std::numeric_limits<int>::max()) {
     nodes_at.fail(fmt::format("{} nodes x {} devices is more devices than shardsim counts (2^31 - 1)", c.nodes,

@@ -78,6 +78,39 @@ TEST(LinkTopology, DgxIsRailOptimised) {
   EXPECT_DOUBLE_EQ(route_width(t, t.device_vertex(3), t.device_vertex(40 * 8 + 3)), 50e9);
 }
 
+// The built-in machines that are link by link carry their node graph as data, in the form a scenario's
+// cluster.topology gives: the DGX H200 is the DGX H100 system, link for link; the others derive theirs from their
+// network levels.
+TEST(LinkTopology, PresetsCarryTheirNodeGraphs) {
+  for (const char* name : {"frontier", "lassen", "dgx-h100", "dgx-h200"}) {
+    const core::ClusterSpec c = preset(name, 2);
+    ASSERT_TRUE(c.topology) << name;
+    EXPECT_FALSE(c.topology->description.empty()) << name;
+    const LinkTopology t = LinkTopology::build(c, TopologyKind::kAuto);
+    EXPECT_EQ(t.description(), c.topology->description) << name;
+    // The NIC ports run at the outermost level's link rate: the narrowest hop from a device to its peer on the
+    // next node.
+    EXPECT_DOUBLE_EQ(route_width(t, t.device_vertex(1), t.device_vertex(c.devices_per_node + 1)),
+                     c.levels.back().link_bandwidth.value())
+        << name;
+  }
+  const core::ClusterSpec h100 = preset("dgx-h100", 2);
+  const core::ClusterSpec h200 = preset("dgx-h200", 2);
+  ASSERT_EQ(h200.topology->links.size(), h100.topology->links.size());
+  for (std::size_t i = 0; i < h100.topology->links.size(); ++i) {
+    EXPECT_EQ(h200.topology->links[i].a, h100.topology->links[i].a);
+    EXPECT_EQ(h200.topology->links[i].b, h100.topology->links[i].b);
+    EXPECT_EQ(h200.topology->links[i].bandwidth.value(), h100.topology->links[i].bandwidth.value());
+  }
+  for (const char* name : {"dgx-a100", "a800", "polaris", "dgx-2"}) {
+    const core::ClusterSpec c = preset(name, 2);
+    EXPECT_FALSE(c.topology) << name;
+    EXPECT_NE(LinkTopology::build(c, TopologyKind::kAuto).description().find("derived from its network levels"),
+              std::string::npos)
+        << name;
+  }
+}
+
 TEST(LinkTopology, ExportsAreWellFormed) {
   const auto t = LinkTopology::build(preset("frontier", 2), TopologyKind::kLinks);
   const std::string xml = t.to_simgrid_xml();
