@@ -270,10 +270,11 @@ DeepSpeedPlan parse_deepspeed_config(const std::string& text, const std::string&
   // contiguous bucket (stage3.py __avg_scatter_contiguous_grads), which needs contiguous_gradients (on by default):
   // without it ZeRO-3 reduce-scatters as before.
   if (z.contains("reduce_scatter") && !z["reduce_scatter"].get<bool>()) {
-    const bool stage3 = z.contains("stage") && z["stage"].is_number_integer() && z["stage"].get<long long>() == 3;
+    const long long stage = z.contains("stage") && z["stage"].is_number_integer() ? z["stage"].get<long long>() : 0;
     const bool contiguous = !z.contains("contiguous_gradients") || !z["contiguous_gradients"].is_boolean() ||
                             z["contiguous_gradients"].get<bool>();
-    if (stage3 && !contiguous) {
+    // (Stage 0, DeepSpeed's default, has no ZeRO optimizer to read it.)
+    if (stage == 0 || (stage == 3 && !contiguous)) {
       out.ignored.push_back("zero_optimization.reduce_scatter");
     } else {
       add("reduce_scatter", "false", "zero_optimization.reduce_scatter");

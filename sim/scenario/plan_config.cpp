@@ -399,6 +399,11 @@ void resolve_plan(Scenario& s, const ConfigNode& root, const PlanDeferred& later
       later.reduce_scatter->fail("reduce_scatter: false makes DeepSpeed all-reduce ZeRO-3's gradient buckets, which "
                                  "bypasses qgZ's quantised reduction (zero_quantized_gradients)");
     }
+    if (!p.reduces_buckets_by_all_reduce()) {
+      later.reduce_scatter->fail("reduce_scatter changes DeepSpeed's ZeRO-1/2/3 optimizers: this plan's partition (" +
+                                 std::to_string(p.shards().params) + "/" + std::to_string(p.shards().grads) + "/" +
+                                 std::to_string(p.shards().optimizer) + ") is reduced otherwise");
+    }
   }
   if (later.grad_accum_dtype && p.grad_accum_dtype == core::Dtype::kFp32 &&
       !strategies::deepspeed_bf16_optimizer(s.model, p)) {

@@ -109,6 +109,10 @@ TEST(DeepSpeedConfig, ZeroOneAndTwoReductionFollowTheConfig) {
   // ... which needs its contiguous gradient buffer (contiguous_gradients, on by default).
   EXPECT_FALSE(plan(R"({"zero_optimization": {"stage": 3, "reduce_scatter": false, "contiguous_gradients": false}})")
                    .reduces_buckets_by_all_reduce());
+  // Stage 0 has no ZeRO optimizer to read it: listed as ignored.
+  const auto ignored = parse_deepspeed_config(R"({"zero_optimization": {"stage": 0, "reduce_scatter": false}})", "ds.json");
+  EXPECT_NE(std::find(ignored.ignored.begin(), ignored.ignored.end(), "zero_optimization.reduce_scatter"),
+            ignored.ignored.end());
   const auto z3 = plan(R"({"zero_optimization": {"stage": 3}})");
   EXPECT_TRUE(z3.overlaps_comm());
   EXPECT_FALSE(z3.reduces_buckets_by_all_reduce());

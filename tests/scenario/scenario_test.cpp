@@ -477,6 +477,9 @@ TEST(ScenarioPlan, ReduceScatterIsDeepSpeedsZeroKey) {
                {5, 19, "plan.reduce_scatter", "pipeline"});
   expect_error(base + "  reduce_scatter: false\n  zero_quantized_gradients: true\n",
                {5, 19, "plan.reduce_scatter", "qgZ"});
+  expect_error(replace(base, "zero_stage: 3", "partition: {params: 1, grads: 1, optimizer: 8}") +
+                   "  reduce_scatter: false\n",
+               {5, 19, "plan.reduce_scatter", "reduced otherwise"});
 }
 
 // Megatron-DeepSpeed runs Megatron's layers under DeepSpeed's engine: model_code picks whose per-block host time the
