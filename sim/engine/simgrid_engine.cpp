@@ -102,9 +102,18 @@ GroupGeometry place_group(const core::ClusterSpec& c, const graph::GroupShape& s
     }
     geo.copies.push_back(std::move(ranks));
   }
-  if (!ok) {  // a shape the strided layout does not produce: fall back to consecutive ranks
+  if (!ok) {
+    // A shape the strided layout does not produce. A group wider than one role's block spans the roles (the
+    // model-parallel group that takes the gradient norm across pipeline stages): an equal share of its members in
+    // each block. Otherwise consecutive ranks from `base`, wrapping at the cluster's end: every member is a device.
+    const int total = c.total_devices();
+    const int roles = block > 0 && total % block == 0 ? total / block : 1;
+    const bool spans_roles = geo.n > block && roles > 1 && geo.n % roles == 0 && geo.n / roles <= block;
     geo.copies.assign(1, std::vector<int>(static_cast<std::size_t>(geo.n)));
-    for (int p = 0; p < geo.n; ++p) geo.copies[0][static_cast<std::size_t>(p)] = base + p;
+    for (int p = 0; p < geo.n; ++p) {
+      const int per = spans_roles ? geo.n / roles : 0;
+      geo.copies[0][static_cast<std::size_t>(p)] = spans_roles ? (p / per) * block + p % per : (base + p) % total;
+    }
   }
   return geo;
 }

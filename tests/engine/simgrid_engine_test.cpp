@@ -55,6 +55,20 @@ scenario::Scenario small(const std::string& cluster, int nodes, int stage) {
   return scenario::parse_scenarios(yaml, "<test>").front();
 }
 
+// A group wider than one pipeline stage's ranks (the model-parallel group that takes the gradient norm across the
+// stages: pp x tp members) is placed across the stages, every member a device of the cluster: a pipeline of 8
+// stages x tp 2 on 16 GPUs ran its norm on ranks past the cluster's end and died.
+TEST(SimGridEngine, GroupsSpanningThePipelinesStagesStayOnTheCluster) {
+  if (!engine::simgrid_available()) GTEST_SKIP() << "built without SimGrid";
+  const std::string yaml =
+      "name: t\nmodel: {preset: llama2-7b, layers: 8}\ncluster: {preset: dgx-a100, nodes: 2}\n"
+      "plan: {framework: megatron, zero_stage: 0, micro_batch: 1, recompute: full, tp: 2, pp: 8, global_batch: 8}\n";
+  const scenario::Scenario s = scenario::parse_scenarios(yaml, "<test>").front();
+  const auto a = scenario::evaluate(s);
+  const auto g = on_simgrid(s, topology::TopologyKind::kIdeal);
+  EXPECT_NEAR(g.run.iteration_time.value() / a.run.iteration_time.value(), 1.0, 0.02);
+}
+
 // Compute slowed beside collectives: the SimGrid engine re-evaluates a compute task's progress when a collective
 // of its rank starts or ends; the analytical engine iterates its schedule to the same fixed point.
 TEST(SimGridEngine, SlowsComputeBesideCollectivesAsTheAnalyticalEngineDoes) {
