@@ -109,9 +109,9 @@ GroupGeometry place_group(const core::ClusterSpec& c, const graph::GroupShape& s
     const int total = c.total_devices();
     const int roles = block > 0 && total % block == 0 ? total / block : 1;
     const bool spans_roles = geo.n > block && roles > 1 && geo.n % roles == 0 && geo.n / roles <= block;
+    const int per = spans_roles ? geo.n / roles : 0;  // members in each block
     geo.copies.assign(1, std::vector<int>(static_cast<std::size_t>(geo.n)));
     for (int p = 0; p < geo.n; ++p) {
-      const int per = spans_roles ? geo.n / roles : 0;
       geo.copies[0][static_cast<std::size_t>(p)] = spans_roles ? (p / per) * block + p % per : (base + p) % total;
     }
   }

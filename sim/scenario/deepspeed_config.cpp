@@ -192,6 +192,14 @@ DeepSpeedPlan parse_deepspeed_config(const std::string& text, const std::string&
     }
     // Buckets count elements of 2-byte gradients/parameters; "auto" is the Trainer's, from the hidden size.
     auto bucket = [&](const char* plan_key) { add(plan_key, fmt::format("{}B", count(v, path) * 2), path); };
+    // A size where 0 means none, as DeepSpeed reads it (no prefetch, no reuse, nothing persists).
+    auto bucket_or_none = [&](const char* plan_key) {
+      if (v.is_number() && v.get<double>() == 0.0) {
+        add(plan_key, "0B", path);
+      } else {
+        bucket(plan_key);
+      }
+    };
     auto hidden_auto = [&](const char* plan_key, double factor, int power) {
       if (!is_auto(v)) return false;
       out.hidden_size_auto.push_back({plan_key, factor, power, path});
@@ -213,34 +221,15 @@ DeepSpeedPlan parse_deepspeed_config(const std::string& text, const std::string&
     } else if (key == "allgather_bucket_size") {
       bucket("allgather_bucket");
     } else if (field == "prefetch_bucket_size") {
-      if (v.is_number() && v.get<double>() == 0.0) {
-        add("prefetch_bucket", "0B", path);  // 0: the coordinator prefetches nothing
-      } else if (!hidden_auto("prefetch_bucket", 0.9, 2)) {
-        bucket("prefetch_bucket");
-      }
+      if (!hidden_auto("prefetch_bucket", 0.9, 2)) bucket_or_none("prefetch_bucket");
     } else if (field == "max_live_parameters") {
       bucket("max_live_parameters");
     } else if (field == "max_reuse_distance") {
-      if (v.is_number() && v.get<double>() == 0.0) {
-        add("max_reuse_distance", "0B", path);  // 0: nothing is kept for reuse
-      } else {
-        bucket("max_reuse_distance");
-      }
+      bucket_or_none("max_reuse_distance");
     } else if (field == "param_persistence_threshold") {
-      if (hidden_auto("persistence_threshold", 10.0, 1)) continue;
-      // 0 (nothing persists) is DeepSpeed's too
-      if (v.is_number() && v.get<double>() == 0.0) {
-        add("persistence_threshold", "0B", path);
-      } else {
-        bucket("persistence_threshold");
-      }
+      if (!hidden_auto("persistence_threshold", 10.0, 1)) bucket_or_none("persistence_threshold");
     } else if (field == "model_persistence_threshold") {
-      // 0 (nothing persists) is DeepSpeed's too
-      if (v.is_number() && v.get<double>() == 0.0) {
-        add("model_persistence_threshold", "0B", path);
-      } else {
-        bucket("model_persistence_threshold");
-      }
+      bucket_or_none("model_persistence_threshold");
     } else if (key == "zero_quantized_weights") {
       add("zero_quantized_weights", flag(v, path), path);
     } else if (key == "zero_quantized_gradients") {
