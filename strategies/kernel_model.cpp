@@ -30,21 +30,22 @@ BlockDims block_dims(const core::ModelSpec& m, const core::PlanSpec& plan) {
 
 }  // namespace
 
-KernelModel::KernelModel(const core::DeviceSpec& device, core::Dtype dtype) {
+KernelModel::KernelModel(const core::DeviceSpec& device, core::Dtype dtype, core::AttentionKernel attention) {
   const auto peak = device.peak_for(dtype);
   SHARDSIM_ASSERT(peak.has_value(), "device has no peak for the compute dtype");
   flop_rate_ = peak->value() * device.gemm_efficiency;
   narrow_rate_ = peak->value() * device.gemm_efficiency_narrow_in_use();
   odd_rate_ = peak->value() * device.gemm_efficiency_odd_in_use();
-  attention_rate_ = peak->value() * device.attention_efficiency_in_use(false);
-  attention_backward_rate_ = peak->value() * device.attention_efficiency_in_use(true);
+  const core::AttentionRates att = device.attention_rates(attention);
+  attention_rate_ = peak->value() * att.forward;
+  attention_backward_rate_ = peak->value() * att.backward;
   byte_rate_ = device.hbm_bandwidth.value() * device.memory_efficiency;
   stream_rate_ = device.hbm_bandwidth.value() * device.stream_efficiency_in_use();
   overhead_ = device.kernel_overhead.value();
   units_ = device.compute_units;
-  attention_slots_ = device.attention_slots;
-  attention_block_cost_ = device.attention_block_cost;
-  attention_backward_block_cost_ = device.attention_backward_block_cost;
+  attention_slots_ = att.slots;
+  attention_block_cost_ = att.block_cost;
+  attention_backward_block_cost_ = att.backward_block_cost;
   elem_bytes_ = core::dtype_bytes(dtype);
 }
 
@@ -250,7 +251,7 @@ RecomputedWork recomputed_work(const core::ModelSpec& m, const core::PlanSpec& p
 }
 
 LayerTimes time_layers(const core::ModelSpec& m, const core::PlanSpec& plan, const core::DeviceSpec& device) {
-  const KernelModel km(device, m.param_dtype);
+  const KernelModel km(device, m.param_dtype, plan.attention_kernel);
   const double t = plan.tp;
   const double b = plan.micro_batch;
   const double s = m.seq_len;

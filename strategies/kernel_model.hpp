@@ -93,8 +93,10 @@ double attention_schedule(long long heads, int rows, double block_cost, int slot
 
 class KernelModel {
  public:
-  /** @brief Precondition: `device` has a peak for `dtype`. */
-  KernelModel(const core::DeviceSpec& device, core::Dtype dtype);
+  /** @brief Precondition: `device` has a peak for `dtype`. Attention runs at the rates of the `attention` kernels
+   *  on this device (DeviceSpec::attention_rates). */
+  KernelModel(const core::DeviceSpec& device, core::Dtype dtype,
+              core::AttentionKernel attention = core::AttentionKernel::kFlash2);
 
   /** @brief One GEMM kernel (or one batched GEMM): compute, operand traffic or the per-kernel overhead, the longest.
    *  Its compute runs at the ceiling of its narrowest dimension's alignment (DeviceSpec::gemm_efficiency_narrow). */

@@ -402,6 +402,11 @@ core::ClusterSpec make_dgx_h100() {
   d.attention_block_cost = 2.149;             // +- 0.48 tiles
   d.attention_backward_efficiency = 0.3948;   // +- 0.0197
   d.attention_backward_block_cost = 6.844;    // +- 0.94 tiles
+  // llm-foundry's Triton FlashAttention (flash-attn's Triton port; attn_impl triton), which MosaicML's H100
+  // benchmarks ran: fitted on their bf16 runs of 8,192-65,536 tokens, where it is most of the work
+  // (core::kFittedH100TritonAttentionForward).
+  d.triton_attention_efficiency = core::kFittedH100TritonAttentionForward;
+  d.triton_attention_backward_efficiency = core::kFittedH100TritonAttentionBackward;
   d.kernel_overhead = Seconds(9.5209 * us);   // torch.add_ on a tiny tensor, eager, back to back
   d.comm_compute_slowdown = kMeasuredH100CommSlowdown;
   d.efficiency_source = "calibrated on an H100 SXM: validate/results/NVIDIA-H100-80GB-HBM3-2026-11-23.yaml";
@@ -460,6 +465,8 @@ core::ClusterSpec make_dgx_h200() {
   d.attention_block_cost = 1.049;            // +- 0.46 tiles
   d.attention_backward_efficiency = 0.3763;  // +- 0.0137
   d.attention_backward_block_cost = 5.668;   // +- 0.63 tiles
+  // The Triton FlashAttention rates: the H100's fit, kept [guess]: the same SMs run the same kernels, which are
+  // bound by them (the H100's fit is 224 / 155 TFLOP/s of 989, far from its HBM's bound).
   d.kernel_overhead = Seconds(11.2626 * us);  // torch.add_ on a tiny tensor, eager, back to back
   d.efficiency_source = "calibrated on an H200 SXM: validate/results/NVIDIA-H200-2026-11-26.yaml";
   // shardsim's codec kernels on the same H200 at 1 GiB (the test Presets.H200CodecRatesAreItsKernelMeasurements).
@@ -500,8 +507,12 @@ core::DeviceSpec a100(const char* name, double hbm_gib, double hbm_gbps) {
   // core::kFittedA100GemmEfficiency).
   d.gemm_efficiency = core::kFittedA100GemmEfficiency;
   d.memory_efficiency = core::kFittedA100MemoryEfficiency;
+  // The attention fit is of llm-foundry's Triton kernels (its long runs); FlashAttention-2's CUDA kernels on the
+  // A100 borrow it [guess] until a run or a measurement of them is fitted.
   d.attention_efficiency = core::kFittedA100AttentionForward;
   d.attention_backward_efficiency = core::kFittedA100AttentionBackward;
+  d.triton_attention_efficiency = core::kFittedA100AttentionForward;
+  d.triton_attention_backward_efficiency = core::kFittedA100AttentionBackward;
   d.efficiency_source =
       "GEMM ceiling, memory-bound and flash attention fitted on vtrain-single and mosaic-mpt-a100-long (Megatron and "
       "MosaicML runs)";

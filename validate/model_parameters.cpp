@@ -103,8 +103,8 @@ void set_host_value(Scenario& s, const std::string&, double v) {
 constexpr double kMinScale = core::CollectiveLibrarySpec::kMinLatencyScale;
 constexpr double kMaxScale = core::CollectiveLibrarySpec::kMaxLatencyScale;
 
-const std::array<Kind, 38>& kinds() {
-  static const std::array<Kind, 38> kKinds = {{
+const std::array<Kind, 40>& kinds() {
+  static const std::array<Kind, 40> kKinds = {{
       {"device.gemm_efficiency", "", true, false, 0.2, 0.95, efficiency_source,
        [](const Scenario& s, const std::string&) { return s.cluster.device.gemm_efficiency; },
        [](Scenario& s, const std::string&, double v) { s.cluster.device.gemm_efficiency = v; }},
@@ -130,6 +130,17 @@ const std::array<Kind, 38>& kinds() {
       {"device.attention_backward_efficiency", "", true, false, 0.05, 0.95, efficiency_source,
        [](const Scenario& s, const std::string&) { return s.cluster.device.attention_efficiency_in_use(true); },
        [](Scenario& s, const std::string&, double v) { s.cluster.device.attention_backward_efficiency = v; }},
+      // The Triton port of FlashAttention (flat model), where a run's plan says attention_kernel: triton.
+      {"device.triton_attention_efficiency", "", true, false, 0.05, 0.95, efficiency_source,
+       [](const Scenario& s, const std::string&) {
+         return s.cluster.device.attention_rates(core::AttentionKernel::kTriton).forward;
+       },
+       [](Scenario& s, const std::string&, double v) { s.cluster.device.triton_attention_efficiency = v; }},
+      {"device.triton_attention_backward_efficiency", "", true, false, 0.05, 0.95, efficiency_source,
+       [](const Scenario& s, const std::string&) {
+         return s.cluster.device.attention_rates(core::AttentionKernel::kTriton).backward;
+       },
+       [](Scenario& s, const std::string&, double v) { s.cluster.device.triton_attention_backward_efficiency = v; }},
       // A FlashAttention block's fixed cost in 128 x 128 tiles, on a device timed by the schedule (attention_slots):
       // an H100's forward fits 2.1, its backward 6.8 (validate/results/); 0 to 32.
       {"device.attention_block_cost", "tiles", true, false, 0.0, 32.0, efficiency_source,

@@ -45,6 +45,26 @@ inline constexpr double kH100MpcCompressBps = 124.97e9;
 inline constexpr double kH100MpcDecompressBps = 75.83e9;
 inline constexpr int kH100ComputeUnits = 132;
 
+/// Which FlashAttention kernels a run launches (the model's `plan.attention_kernel`): FlashAttention-2's CUDA
+/// kernels (Dao-AILab/flash-attn 2.x and PyTorch's scaled_dot_product_attention flash backend, which vendors them),
+/// or the Triton port (flash-attn's flash_attn_triton.py, as MosaicML's llm-foundry runs it with attn_impl triton),
+/// which on the same GPU runs at other rates.
+enum class AttentionKernel : std::uint8_t { kFlash2, kTriton };
+inline constexpr std::string_view kAttentionKernelNames[] = {"flash2", "triton"};
+inline std::string_view attention_kernel_name(AttentionKernel k) {
+  return kAttentionKernelNames[static_cast<std::size_t>(k)];
+}
+
+/// The FlashAttention rates one kernel family reaches on a device (DeviceSpec::attention_rates).
+struct AttentionRates {
+  double forward = 0.0, backward = 0.0;  ///< fractions of the dense peak (per tile where slots > 0)
+  int slots = 0;                         ///< resident blocks per compute unit; 0: the flat model
+  double block_cost = 0.0, backward_block_cost = 0.0;
+  /// not measured or fitted for this kernel family on this device: borrowed (the GEMM ceiling, or the device's
+  /// FlashAttention-2 rates for the Triton port), and the report says so
+  bool guessed = false;
+};
+
 struct DeviceSpec {
   std::string name;
   std::array<std::optional<FlopPerSec>, 6> peak{};  ///< dense peak per Dtype (index = enum value)
@@ -92,6 +112,25 @@ struct DeviceSpec {
     const double e = backward ? attention_backward_efficiency : attention_efficiency;
     return e > 0.0 ? e : gemm_efficiency;
   }
+  /// The Triton port's rates (flat model: the fraction of the dense peak at every shape, bounded by the longest
+  /// causal row), forward and backward; 0: not known for this device, FlashAttention-2's rates above in their place
+  double triton_attention_efficiency = 0.0;
+  double triton_attention_backward_efficiency = 0.0;
+  /** @brief The rates `kernel` runs at on this device, and whether they are borrowed. */
+  [[nodiscard]] AttentionRates attention_rates(AttentionKernel kernel) const {
+    const bool triton = kernel == AttentionKernel::kTriton &&
+                        (triton_attention_efficiency > 0.0 || triton_attention_backward_efficiency > 0.0);
+    if (triton) {
+      // A direction left unset borrows FlashAttention-2's ceiling on this device.
+      return {triton_attention_efficiency > 0.0 ? triton_attention_efficiency : attention_efficiency_in_use(false),
+              triton_attention_backward_efficiency > 0.0 ? triton_attention_backward_efficiency
+                                                         : attention_efficiency_in_use(true),
+              0, 0.0, 0.0, triton_attention_efficiency <= 0.0 || triton_attention_backward_efficiency <= 0.0};
+    }
+    return {attention_efficiency_in_use(false), attention_efficiency_in_use(true), attention_slots,
+            attention_block_cost, attention_backward_block_cost,
+            kernel == AttentionKernel::kTriton || attention_efficiency <= 0.0};
+  }
   /// compute runs this many times slower while a collective's kernels run on the same device (NCCL / RCCL
   /// channels occupy SMs / CUs that a GEMM's waves then wait for); 1: unaffected
   double comm_compute_slowdown = 1.0;
@@ -111,18 +150,31 @@ struct DeviceSpec {
 /// The A100's compute (its A800 and 40 GB parts too), fitted jointly on its two fit sets: vtrain-single (1,440
 /// Megatron-DeepSpeed GPT iterations on 1-8 A100s: GEMMs, unfused attention and memory-bound kernels, with Megatron's
 /// host time per backward block, kFittedMegatronBlockBackwardS) and mosaic-mpt-a100-long (MosaicML's MPT on 8
-/// A100-80GB at 8,192-65,536 tokens, mosaicml/llm-foundry@5e85bd6, FlashAttention): `shardsim calibrate --set
+/// A100-80GB at 8,192-65,536 tokens, mosaicml/llm-foundry@5e85bd6, Triton FlashAttention): `shardsim calibrate --set
 /// vtrain-single mosaic-mpt-a100-long --fit device.gemm_efficiency,device.memory_efficiency,
-/// device.attention_efficiency,device.attention_backward_efficiency,host.megatron_block_backward` (1,468 runs, 7.8%
+/// device.triton_attention_efficiency,device.triton_attention_backward_efficiency,host.megatron_block_backward` (1,468 runs, 7.8%
 /// -> 7.0% mean error; the test DeviceFit.A100IsTheFitToVtrainAndMosaicsLongRuns refits them). Held out: the other
 /// A100 / A800 sets (megatron-selene, vtrain-multi, mosaic-mpt-a100 and -40gb, torchtitan-fsdp, fsdp-paper,
 /// llm-runs-a100, offload-polaris, amsp-v2). The GEMM ceiling (+-0.009), the memory-bound share of HBM bandwidth
 /// (+-0.018) and attention's backward (+-0.030) are well determined; attention's forward, a fifth of its work, is
-/// not (+-0.24). The GEMM ceiling had been a guess of 0.70.
+/// not (+-0.24). The GEMM ceiling had been a guess of 0.70. The attention rates are those of llm-foundry's Triton
+/// kernels, which MosaicML's runs launch; the A100's FlashAttention-2 CUDA kernels borrow them [guess].
 inline constexpr double kFittedA100GemmEfficiency = 0.7276;
 inline constexpr double kFittedA100MemoryEfficiency = 0.8700;
 inline constexpr double kFittedA100AttentionForward = 0.5660;
 inline constexpr double kFittedA100AttentionBackward = 0.2662;
+
+/// The H100's rates for llm-foundry's Triton FlashAttention (flash-attn's Triton port, attn_impl triton: Triton
+/// kernels with no Hopper-specific instructions, unlike the FlashAttention-2 CUDA kernels its preset measures):
+/// fitted on mosaic-mpt-h100-long (MosaicML's MPT in bf16 on 8 H100-80GB at 8,192-65,536 tokens,
+/// mosaicml/llm-foundry@5e85bd6), the other H100 MPT runs held out (mosaic-mpt-h100: 19.9% -> 5.8% mean error):
+/// `shardsim calibrate --set mosaic-mpt-h100-long mosaic-mpt-h100 --fit
+/// device.triton_attention_efficiency,device.triton_attention_backward_efficiency` (the test
+/// DeviceFit.H100TritonAttentionIsTheFitToMosaicsLongRuns refits them). Forward +-0.078 (a fifth of the work, as on
+/// the A100), backward +-0.023: 224 and 155 TFLOP/s, against FlashAttention-2's 380 and 390 measured on the same GPU
+/// and the Triton kernels' 177 and 83 fitted on the A100.
+inline constexpr double kFittedH100TritonAttentionForward = 0.2269;
+inline constexpr double kFittedH100TritonAttentionBackward = 0.1568;
 
 /// The V100's GEMM ceiling (SXM2 and SXM3 parts): fitted on the zeropp-v100-fit set (fit: ZeRO-3 and ZeRO++ for an
 /// 18B GPT on 384 V100s of DGX-2 nodes with all eight NICs, the runs least bound by the network; DeepSpeed's ZeRO++

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sim/core/cluster_spec.hpp"
 #include "sim/core/dtype.hpp"
 #include "sim/core/units.hpp"
 
@@ -221,6 +222,8 @@ struct PlanSpec {
    *  __reduce_and_partition_ipg_grads -> __avg_scatter_contiguous_grads). */
   bool reduce_scatter = true;
   bool flash_attention = false;
+  /// whose FlashAttention kernels run (with flash_attention): FlashAttention-2's CUDA kernels or the Triton port
+  AttentionKernel attention_kernel = AttentionKernel::kFlash2;
   /// CUDA_LAUNCH_BLOCKING=1 in the run's environment: each kernel, copy and collective launch returns when its
   /// work is done, so the framework thread and the device take turns instead of overlapping (some production
   /// runs set it to work around hangs, e.g. bigscience tr11-176B-ml.slurm)

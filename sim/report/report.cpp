@@ -78,7 +78,8 @@ std::string plan_line(const scenario::Scenario& s, const scenario::Evaluation& e
                      ev.strategy, offload, core::framework_name(p.framework), p.dp, p.tp, p.pp, p.micro_batch, p.global_batch, ev.grad_accumulation,
                      ev.grad_accumulation == 1 ? "" : "es",
                      p.recompute_label(),
-                     p.overlaps_comm() ? "on" : "off", p.flash_attention ? "on" : "off", core::algorithm_name(p.algorithm)) +
+                     p.overlaps_comm() ? "on" : "off", p.flash_attention ? (p.attention_kernel == core::AttentionKernel::kTriton ? "on (Triton)" : "on") : "off",
+                     core::algorithm_name(p.algorithm)) +
          (compression_line(p.compression).empty() ? "" : ", compressed: " + compression_line(p.compression)) +
          (p.float8.linear ? fmt::format(", float8 linears ({}{})", core::float8_recipe_name(p.float8.recipe),
                                         p.float8.all_gather ? ", fp8 gathers" : "")
@@ -208,20 +209,28 @@ std::string render_table(const scenario::Scenario& s, const scenario::Evaluation
                      lv.latency.value() * 1e6, lv.source.empty() ? std::string("[guess]") : lv.source);
   }
   const auto& d = c.device;
+  // The attention rates of the kernels this plan runs: FlashAttention-2's, or the Triton port's where the plan says.
+  const core::AttentionKernel kernel = s.plan.attention_kernel;
+  const core::AttentionRates att = d.attention_rates(kernel);
   const std::string attention_schedule =
-      d.attention_slots > 0 ? fmt::format(" ({} blocks per unit, {:.1f}/{:.1f} tiles each)", d.attention_slots,
-                                          d.attention_block_cost, d.attention_backward_block_cost)
-                            : std::string();
+      att.slots > 0 ? fmt::format(" ({} blocks per unit, {:.1f}/{:.1f} tiles each)", att.slots, att.block_cost,
+                                  att.backward_block_cost)
+                    : std::string();
+  const std::string attention_guess =
+      !att.guessed                              ? std::string()
+      : kernel == core::AttentionKernel::kTriton ? std::string(" [guess: FlashAttention-2's rates for the Triton kernels]")
+                                                 : std::string(" [guess: the GEMM ceiling]");
   const std::string misaligned =
       d.gemm_efficiency_narrow > 0.0 || d.gemm_efficiency_odd > 0.0
           ? fmt::format(" ({:.2f} / {:.2f} with a dimension of 4-8 / 2 bytes)", d.gemm_efficiency_narrow_in_use(),
                         d.gemm_efficiency_odd_in_use())
           : std::string();
-  o += fmt::format("device    GEMM ceiling {:.2f}{}, flash attention {:.2f}/{:.2f}{}{}, memory-bound {:.2f} (eager streams {:.2f}) of {:.0f} GB/s, {} compute "
+  o += fmt::format("device    GEMM ceiling {:.2f}{}, flash attention{} {:.2f}/{:.2f}{}{}, memory-bound {:.2f} (eager streams {:.2f}) of {:.0f} GB/s, {} compute "
                    "units, {:.1f} us per kernel, compute {} beside collectives ({})\n",
-                   d.gemm_efficiency, misaligned, d.attention_efficiency_in_use(false), d.attention_efficiency_in_use(true),
-                   attention_schedule, d.attention_efficiency > 0.0 ? "" : " [guess: the GEMM ceiling]", d.memory_efficiency, d.stream_efficiency_in_use(),
-                   d.hbm_bandwidth.value() / 1e9, d.compute_units, d.kernel_overhead.value() * 1e6,
+                   d.gemm_efficiency, misaligned, kernel == core::AttentionKernel::kTriton ? " (Triton)" : "",
+                   att.forward, att.backward, attention_schedule, attention_guess, d.memory_efficiency,
+                   d.stream_efficiency_in_use(), d.hbm_bandwidth.value() / 1e9, d.compute_units,
+                   d.kernel_overhead.value() * 1e6,
                    d.comm_compute_slowdown == 1.0 ? std::string("unslowed [guess]")
                                                   : fmt::format("{:.2f}x slower", d.comm_compute_slowdown),
                    d.efficiency_source);
@@ -529,6 +538,8 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
                     {"attention_slots", c.device.attention_slots},
                     {"attention_block_cost", c.device.attention_block_cost},
                     {"attention_backward_block_cost", c.device.attention_backward_block_cost},
+                    {"triton_attention_efficiency", c.device.triton_attention_efficiency},
+                    {"triton_attention_backward_efficiency", c.device.triton_attention_backward_efficiency},
                     {"comm_compute_slowdown", c.device.comm_compute_slowdown},
                     {"hbm_bandwidth_Bps", c.device.hbm_bandwidth.value()},
                     {"compute_units", c.device.compute_units},
@@ -582,6 +593,7 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
                {"reduce_scatter", p.reduce_scatter},
                {"gradient_buckets_all_reduced", p.reduces_buckets_by_all_reduce()},
                {"flash_attention", p.flash_attention},
+               {"attention_kernel", core::attention_kernel_name(p.attention_kernel)},
                {"collective_algorithm", core::algorithm_name(p.algorithm)},
                {"compression", compression_line(p.compression)},
                {"model_code", core::model_code_name(p.code_in_use())},

@@ -20,6 +20,7 @@ void apply_device(const ConfigNode& n, core::DeviceSpec& d) {
   n.expect_map({"name", "peak", "hbm", "hbm_bandwidth", "gemm_efficiency", "gemm_efficiency_narrow", "gemm_efficiency_odd",
                 "memory_efficiency", "attention_efficiency",
                 "attention_backward_efficiency", "attention_slots", "attention_block_cost", "attention_backward_block_cost",
+                "triton_attention_efficiency", "triton_attention_backward_efficiency",
                 "comm_compute_slowdown", "runtime_reserved", "compute_units", "kernel_overhead", "stream_efficiency"});
   if (auto v = n.find("name")) d.name = v->as_string();
   if (auto p = n.find("peak")) {
@@ -36,6 +37,8 @@ void apply_device(const ConfigNode& n, core::DeviceSpec& d) {
   if (auto v = n.find("stream_efficiency")) d.stream_efficiency = v->as_fraction();
   if (auto v = n.find("attention_efficiency")) d.attention_efficiency = v->as_fraction();
   if (auto v = n.find("attention_backward_efficiency")) d.attention_backward_efficiency = v->as_fraction();
+  if (auto v = n.find("triton_attention_efficiency")) d.triton_attention_efficiency = v->as_fraction();
+  if (auto v = n.find("triton_attention_backward_efficiency")) d.triton_attention_backward_efficiency = v->as_fraction();
   if (auto v = n.find("attention_slots")) d.attention_slots = static_cast<int>(v->as_int(0, 64));
   for (const auto& [key, field] : {std::pair{"attention_block_cost", &core::DeviceSpec::attention_block_cost},
                                    std::pair{"attention_backward_block_cost", &core::DeviceSpec::attention_backward_block_cost}}) {
@@ -53,7 +56,8 @@ void apply_device(const ConfigNode& n, core::DeviceSpec& d) {
   // Any of the compute model's numbers given here makes this file their source.
   for (const char* key : {"gemm_efficiency", "gemm_efficiency_narrow", "gemm_efficiency_odd", "memory_efficiency",
                           "stream_efficiency", "attention_efficiency", "attention_backward_efficiency", "attention_slots",
-                          "attention_block_cost", "attention_backward_block_cost", "kernel_overhead"}) {
+                          "attention_block_cost", "attention_backward_block_cost", "triton_attention_efficiency",
+                          "triton_attention_backward_efficiency", "kernel_overhead"}) {
     if (n.has(key)) d.efficiency_source = n.file();
   }
   if (auto v = n.find("compute_units")) d.compute_units = static_cast<int>(v->as_int(0, 1 << 20));

@@ -32,7 +32,7 @@ core::PlanSpec parse_plan(const ConfigNode& n, PlanDeferred& later) {
                 "model_persistence_threshold", "ddp_bucket",
                 "overlap_comm",
                 "use_multi_rank_bucket_allreduce", "reduce_scatter",
-                "flash_attention", "launch_blocking", "grad_accum_dtype", "collective_algorithm", "workspace",
+                "flash_attention", "attention_kernel", "launch_blocking", "grad_accum_dtype", "collective_algorithm", "workspace",
                 "partition", "mics_shard_size",
                 "zero_hpz_partition_size", "zero_quantized_weights", "zero_quantized_gradients",
                 "quantization_block", "qgz_hops", "hierarchy", "virtual_stages", "sequence_parallel",
@@ -71,6 +71,10 @@ core::PlanSpec parse_plan(const ConfigNode& n, PlanDeferred& later) {
     later.reduce_scatter = v;
   }
   if (auto v = n.find("flash_attention")) p.flash_attention = v->as_bool();
+  if (auto v = n.find("attention_kernel")) {
+    p.attention_kernel = named<core::AttentionKernel>(*v, core::kAttentionKernelNames);
+    if (!p.flash_attention) v->fail("attention_kernel chooses FlashAttention's kernels: set plan.flash_attention: true too");
+  }
   if (auto v = n.find("launch_blocking")) p.launch_blocking = v->as_bool();
   if (auto v = n.find("grad_accum_dtype")) {
     p.grad_accum_dtype = *core::parse_dtype(v->as_choice({"fp32", "bf16", "fp16"}));

@@ -494,6 +494,12 @@ std::string cluster_to_yaml(const core::ClusterSpec& c) {
   if (c.device.attention_backward_efficiency > 0.0) {
     o += fmt::format("  attention_backward_efficiency: {}\n", c.device.attention_backward_efficiency);
   }
+  if (c.device.triton_attention_efficiency > 0.0) {
+    o += fmt::format("  triton_attention_efficiency: {}\n", c.device.triton_attention_efficiency);
+  }
+  if (c.device.triton_attention_backward_efficiency > 0.0) {
+    o += fmt::format("  triton_attention_backward_efficiency: {}\n", c.device.triton_attention_backward_efficiency);
+  }
   if (c.device.attention_slots > 0) {
     o += fmt::format("  attention_slots: {}\n  attention_block_cost: {}\n  attention_backward_block_cost: {}\n",
                      c.device.attention_slots, c.device.attention_block_cost, c.device.attention_backward_block_cost);
@@ -585,6 +591,9 @@ std::string plan_to_yaml(const core::PlanSpec& p, const core::ClusterSpec& clust
   if (p.sequence_parallel) o += "sequence_parallel: true\n";
   o += fmt::format("micro_batch: {}\nglobal_batch: {}\nrecompute: {}\nflash_attention: {}\n", p.micro_batch,
                    p.global_batch, core::recompute_name(p.recompute), p.flash_attention);
+  if (p.flash_attention && p.attention_kernel != core::AttentionKernel::kFlash2) {
+    o += fmt::format("attention_kernel: {}\n", core::attention_kernel_name(p.attention_kernel));
+  }
   if (p.recompute_every > 1) o += fmt::format("recompute_every: {}\n", p.recompute_every);
   o += fmt::format("zero_stage: {}\n", p.zero_stage);
   const auto& q = p.quantization;

@@ -482,6 +482,25 @@ TEST(ScenarioPlan, ReduceScatterIsDeepSpeedsZeroKey) {
                {5, 19, "plan.reduce_scatter", "reduced otherwise"});
 }
 
+// attention_kernel picks whose FlashAttention kernels run (llm-foundry's Triton port, or FlashAttention-2's CUDA
+// kernels by default); it is written back, and it means nothing without FlashAttention.
+TEST(ScenarioPlan, AttentionKernelChoosesFlashAttentionsKernels) {
+  const std::string base = "model: llama2-7b\ncluster: {preset: dgx-h100, nodes: 1}\nplan:\n  zero_stage: 3\n";
+  const auto fa2 = parse_scenarios(base + "  flash_attention: true\n", "s.yaml").at(0);
+  EXPECT_EQ(fa2.plan.attention_kernel, core::AttentionKernel::kFlash2);
+  const auto triton =
+      parse_scenarios(base + "  flash_attention: true\n  attention_kernel: triton\n", "s.yaml").at(0);
+  EXPECT_EQ(triton.plan.attention_kernel, core::AttentionKernel::kTriton);
+  EXPECT_GT(evaluate(triton).run.iteration_time.value(), evaluate(fa2).run.iteration_time.value());
+  const std::string file = (std::filesystem::temp_directory_path() / "shardsim_attention_kernel.yaml").string();
+  std::ofstream(file) << base << "  flash_attention: true\n  attention_kernel: triton\n";
+  EXPECT_EQ(parse_scenarios(scenario_with_plan(file, triton.plan, triton.cluster, "copy"), file).at(0).plan.attention_kernel,
+            core::AttentionKernel::kTriton);
+  expect_error(base + "  attention_kernel: triton\n", {5, 21, "plan.attention_kernel", "flash_attention"});
+  expect_error(base + "  flash_attention: true\n  attention_kernel: cudnn\n",
+               {6, 21, "plan.attention_kernel", "flash2"});
+}
+
 // Megatron-DeepSpeed runs Megatron's layers under DeepSpeed's engine: model_code picks whose per-block host time the
 // framework thread spends, independent of the framework; unset, it follows the framework.
 TEST(ScenarioPlan, ModelCodeIsNotTheFramework) {

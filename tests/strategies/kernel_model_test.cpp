@@ -48,6 +48,44 @@ TEST(KernelModel, FlashAttentionRunsAtItsOwnEfficiencyAndFewHeadsWaitOnTheLonges
   EXPECT_NEAR(flat.flash_attention(4, 2048, 128, false).value(), 4 * head / (100e12 * 0.5), 1e-12);
 }
 
+// The Triton port of FlashAttention runs at its own rates on the same device, by the flat model even where
+// FlashAttention-2 is timed by its schedule; a device that has no Triton rates lends it FlashAttention-2's, and says so.
+TEST(KernelModel, TritonAttentionRunsAtItsOwnRatesOrBorrowsFlashAttention2s) {
+  core::DeviceSpec d = device(100, 1);
+  d.attention_efficiency = 0.4;
+  d.attention_backward_efficiency = 0.4;
+  d.attention_slots = 2;
+  d.attention_block_cost = 2.0;
+  const core::AttentionRates none = d.attention_rates(core::AttentionKernel::kTriton);
+  EXPECT_TRUE(none.guessed);
+  EXPECT_EQ(none.slots, 2);
+  EXPECT_FALSE(d.attention_rates(core::AttentionKernel::kFlash2).guessed);
+  const KernelModel flash2(d, core::Dtype::kBf16), borrowed(d, core::Dtype::kBf16, core::AttentionKernel::kTriton);
+  EXPECT_EQ(flash2.flash_attention(512, 4096, 128, true).value(), borrowed.flash_attention(512, 4096, 128, true).value());
+  d.triton_attention_efficiency = 0.2;
+  d.triton_attention_backward_efficiency = 0.1;
+  const core::AttentionRates own = d.attention_rates(core::AttentionKernel::kTriton);
+  EXPECT_FALSE(own.guessed);
+  EXPECT_EQ(own.slots, 0);
+  const KernelModel triton(d, core::Dtype::kBf16, core::AttentionKernel::kTriton);
+  const double fwd = 2.0 * 512 * 4096.0 * 4096.0 * 128;
+  EXPECT_NEAR(triton.flash_attention(512, 4096, 128, false).value(), fwd / (100e12 * 0.2), 1e-12);
+  EXPECT_NEAR(triton.flash_attention(512, 4096, 128, true).value(), 2.5 * fwd / (100e12 * 0.1), 1e-12);
+  // One direction given: the other borrows FlashAttention-2's ceiling and the rates count as guessed.
+  d.triton_attention_backward_efficiency = 0.0;
+  EXPECT_TRUE(d.attention_rates(core::AttentionKernel::kTriton).guessed);
+  EXPECT_EQ(d.attention_rates(core::AttentionKernel::kTriton).backward, 0.4);
+  // A plan's kernel reaches the layer times: the H100's Triton kernels are slower than its FlashAttention-2.
+  const core::DeviceSpec& h100 = topology::find_cluster_preset("dgx-h100")->device;
+  core::ModelSpec m = *core::find_model_preset("llama3-8b");
+  m.seq_len = 16384;
+  core::PlanSpec p;
+  p.flash_attention = true;
+  const double fa2 = time_layers(m, p, h100).block.bwd.value();
+  p.attention_kernel = core::AttentionKernel::kTriton;
+  EXPECT_GT(time_layers(m, p, h100).block.bwd.value(), 1.3 * fa2);
+}
+
 // FlashAttention by its schedule: blocks of 128 rows, block i of a head working on i + 1 tiles plus its fixed cost,
 // dealt in launch order to the slot that frees first.
 TEST(KernelModel, FlashAttentionScheduleDealsItsBlocksToTheSlotThatFreesFirst) {

@@ -402,7 +402,7 @@ TEST(HostHooks, MegatronBlocksAreTheFitToVtrainSingle) {
   EXPECT_LT(f.fit_before.mean_abs, 0.09);
 }
 
-// The A100's GEMM ceiling, memory-bound efficiency and flash attention, with Megatron's host time per backward
+// The A100's GEMM ceiling, memory-bound efficiency and Triton flash attention, with Megatron's host time per backward
 // block, are the joint fit to the A100's fit sets (vtrain-single, mosaic-mpt-a100-long) from where they stood
 // before (a guessed 0.70 / 0.80 ceiling and streaming share); the A100 sets held out come out better on the whole.
 TEST(DeviceFit, A100IsTheFitToVtrainAndMosaicsLongRuns) {
@@ -412,13 +412,14 @@ TEST(DeviceFit, A100IsTheFitToVtrainAndMosaicsLongRuns) {
     auto& d = o.scenario.cluster.device;
     d.gemm_efficiency = 0.70;
     d.memory_efficiency = 0.80;
-    d.attention_efficiency = 0.5742;
-    d.attention_backward_efficiency = 0.2734;
+    d.triton_attention_efficiency = 0.5742;
+    d.triton_attention_backward_efficiency = 0.2734;
     o.scenario.cluster.host.megatron_block_backward = core::Seconds(0.9601e-3);
   }
+  // MosaicML's runs launch llm-foundry's Triton FlashAttention: its rates are what they fit.
   expect_refits(fit_runs(obs,
-                         {"device.gemm_efficiency", "device.memory_efficiency", "device.attention_efficiency",
-                          "device.attention_backward_efficiency", "host.megatron_block_backward"},
+                         {"device.gemm_efficiency", "device.memory_efficiency", "device.triton_attention_efficiency",
+                          "device.triton_attention_backward_efficiency", "host.megatron_block_backward"},
                          engine::EngineKind::kAnalytical),
                 {core::kFittedA100GemmEfficiency, core::kFittedA100MemoryEfficiency, core::kFittedA100AttentionForward,
                  core::kFittedA100AttentionBackward, core::kFittedMegatronBlockBackwardS});
@@ -449,6 +450,23 @@ TEST(DeviceFit, V100GemmIsTheFitToZeroPPsFastestRuns) {
   EXPECT_NEAR(f.fit.values[0] / core::kFittedV100GemmEfficiency, 1.0, 0.01);
   EXPECT_LT(f.fit_after.mean_abs, 0.06);
   EXPECT_LT(f.check_after.mean_abs, f.check_before.mean_abs);
+}
+
+// The H100's rates for llm-foundry's Triton FlashAttention are the fit to MosaicML's long bf16 runs on 8 H100s,
+// the other H100 MPT runs held out, from FlashAttention-2's rates (what the preset would lend without them).
+TEST(DeviceFit, H100TritonAttentionIsTheFitToMosaicsLongRuns) {
+  std::vector<Observation> obs = observations_of_sets({"mosaic_mpt_h100_long", "mosaic_mpt_h100"});
+  for (auto& o : obs) {
+    o.scenario.cluster.device.triton_attention_efficiency = 0.0;
+    o.scenario.cluster.device.triton_attention_backward_efficiency = 0.0;
+  }
+  const RunFit f = fit_runs(obs, {"device.triton_attention_efficiency", "device.triton_attention_backward_efficiency"},
+                            engine::EngineKind::kAnalytical);
+  ASSERT_EQ(f.fit.values.size(), 2u);
+  EXPECT_NEAR(f.fit.values[0] / core::kFittedH100TritonAttentionForward, 1.0, 0.01);
+  EXPECT_NEAR(f.fit.values[1] / core::kFittedH100TritonAttentionBackward, 1.0, 0.01);
+  EXPECT_LT(f.fit_after.mean_abs, 0.05);
+  EXPECT_LT(f.check_after.mean_abs, 0.5 * f.check_before.mean_abs);
 }
 
 // The H100's slowdown of compute beside collectives is the median of the measured GEMMs beside a 16-block copy
