@@ -201,8 +201,9 @@ inline constexpr double kMeasuredTensorHookS = 0.0917e-3;
 /// the release (deepspeed@v0.14.0 runtime/zero/parameter_offload.py, partitioned_param_coordinator.py). Fitted on
 /// the h100-deepspeed-fit set (DeepSpeed 0.14.4 ZeRO-3 steps on one H100, validate/ds_steps.py) together with the
 /// host's page faults (kFittedPageFaultS) and ZeRO's step() (kFittedZeroStepS; the test
-/// HostHooks.ModuleHookAndPageFaultAreTheFitOfTheDeepSpeedSteps refits the three), 311 us +- 64; other hosts [guess].
-inline constexpr double kFittedModuleHookS = 0.3116e-3;
+/// HostHooks.ModuleHookAndPageFaultAreTheFitOfTheDeepSpeedSteps refits the three), 310 us +- 55 (refitted once
+/// ZeRO-1/2/3 on one rank fill reduce_bucket_size buckets, not DDP's: 311 us before); other hosts [guess].
+inline constexpr double kFittedModuleHookS = 0.3103e-3;
 /// DeepSpeed ZeRO's host time in step() beside its kernels: the overflow and clipping checks that read the
 /// gradient norm back to the host (a synchronisation: unscale_and_clip_grads' `clip > 1`), the loops over the
 /// parameter groups and their flat partitions, the timers (deepspeed@v0.14.0 runtime/zero/stage_1_and_2.py and
@@ -248,9 +249,10 @@ inline constexpr double kMeasuredGatherSplitS = 6.330e-6;
 /// offload-single offload-polaris --fit host.memory_efficiency,host.page_fault` (the test
 /// HostHooks.HostMemoryEfficiencyIsTheFitToOffloadSingle refits them). The efficiency is every host's default
 /// [guess elsewhere]. A fault of 0.60 us (the kernel's fault path and the zeroing of 4 KiB) is what bare metal
-/// costs; the H100 host, a virtual machine, pays 6x that (kFittedPageFaultS).
-inline constexpr double kFittedHostMemoryEfficiency = 0.4741;
-inline constexpr double kFittedPolarisPageFaultS = 0.5976e-6;
+/// costs; the H100 host, a virtual machine, pays 6x that (kFittedPageFaultS). Refitted (0.4741, 0.598 us before) once
+/// ZeRO-3 on one rank fills reduce_bucket_size buckets, as DeepSpeed does, not DDP's 25 MB ones.
+inline constexpr double kFittedHostMemoryEfficiency = 0.4746;
+inline constexpr double kFittedPolarisPageFaultS = 0.6219e-6;
 /// Pageable copies (from or to memory the driver has not pinned) are staged through a pinned buffer, the host
 /// copying each byte once more: the host's staging rate per direction, from an H100 host's pinned and pageable
 /// 1 GiB copies (validate/results/NVIDIA-H100-80GB-HBM3-2026-11-23.yaml: device-to-host 87.4 ms pageable, 19.5 ms
@@ -272,9 +274,10 @@ inline constexpr double kHostPageBytes = 4096.0;
 /// whose matrices stay under 32 MiB, lost only its embedding's and head's share), the steps with the parameters
 /// offloaded too held out: `shardsim calibrate --set h100-deepspeed-fit h100-deepspeed-steps --fit
 /// host.module_hook,host.page_fault` (21.9% -> 18.0% mean error fitted, 18.1% -> 14.7% held out; the test
-/// HostHooks.ModuleHookAndPageFaultAreTheFitOfTheDeepSpeedSteps refits them). 3.6 us +- 0.9 per 4 KiB page: a
+/// HostHooks.ModuleHookAndPageFaultAreTheFitOfTheDeepSpeedSteps refits them). 3.7 us +- 0.7 per 4 KiB page (3.6
+/// before ZeRO on one rank filled DeepSpeed's reduce buckets): a
 /// virtual machine's fault goes through its hypervisor's nested page tables.
-inline constexpr double kFittedPageFaultS = 3.607e-6;
+inline constexpr double kFittedPageFaultS = 3.664e-6;
 
 struct HostSpec {
   Bytes memory;

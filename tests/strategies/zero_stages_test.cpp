@@ -140,6 +140,20 @@ TEST(ZeroStages, BucketsSplitGradientsBySize) {
   EXPECT_EQ(Lowered(2, 2, 8, 500e6).count_by_purpose()[Purpose::kGradReduce], 6);
 }
 
+// DeepSpeed's ZeRO optimizers fill reduce_bucket_size buckets on one rank as on many; only an unpartitioned plan
+// (zero_stage 0) reduces in DDP's 25 MB buckets.
+TEST(ZeroStages, OneRanksZeroOptimizerFillsDeepSpeedsBuckets) {
+  core::PlanSpec p;
+  p.framework = core::Framework::kDeepSpeed;
+  p.dp = 1;
+  p.reduce_bucket = core::Bytes(1e9);
+  EXPECT_EQ(gradient_bucket_bytes(p, 2.0, true), p.ddp_bucket.value());
+  for (int stage : {1, 2, 3}) {
+    p.zero_stage = stage;
+    EXPECT_EQ(gradient_bucket_bytes(p, 2.0, true), 1e9) << "zero_stage " << stage;
+  }
+}
+
 TEST(ZeroStages, DependenciesPointBackwardsAndMemoryEventsBalance) {
   for (int stage = 0; stage <= 3; ++stage) {
     Lowered s(stage, 3);
