@@ -4,7 +4,9 @@
 
 #include <algorithm>
 
+#include "sim/engine/collective_cost.hpp"
 #include "strategies/lowering_common.hpp"
+#include "topology/placement.hpp"
 
 namespace shardsim::cli {
 namespace {
@@ -68,7 +70,10 @@ std::vector<CodecErrorRow> codec_error_rows(const scenario::Scenario& s, const s
     streams.push_back({"parameters", choice_of(p.compression.parameters), p.compression.parameters.ratio,
                        SampleKind::kWeight, {}, 0, &p.compression.parameters});
   }
-  if (p.compression.tensor.on() && p.tp > 1) {
+  // Tensor-parallel groups inside a node are sent uncompressed (engine::compresses): no error to measure.
+  const bool tp_across_nodes =
+      p.tp > 1 && engine::crosses_nodes(s.cluster, topology::strided_group_shape(s.cluster, p.tp, 1));
+  if (p.compression.tensor.on() && tp_across_nodes) {
     streams.push_back({"tensor", choice_of(p.compression.tensor), p.compression.tensor.ratio, SampleKind::kActivation,
                        ring_of(p.tp), p.tp, &p.compression.tensor});
   }

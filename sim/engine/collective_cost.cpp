@@ -255,9 +255,26 @@ CodecVolume codec_volume(CollectiveOp op, int n, double m) {
   return {};
 }
 
+bool crosses_nodes(const core::ClusterSpec& cluster, const GroupShape& shape) {
+  // The outermost level whose domains lie inside one node: a group no wider than its domain stays in the node.
+  int node_level = -1;
+  for (std::size_t l = 0; l < cluster.levels.size(); ++l) {
+    if (cluster.levels[l].domain_ranks <= cluster.devices_per_node) node_level = static_cast<int>(l);
+  }
+  return shape.size > shape.within(node_level);
+}
+
+bool compresses(const core::ClusterSpec& cluster, const GroupShape& shape, CollectiveOp op, double payload) {
+  if (shape.size <= 1 || !crosses_nodes(cluster, shape)) return false;
+  const double message = op == CollectiveOp::kSendRecv ? payload : payload / shape.size;
+  return message >= kCompressionMinMessageBytes;
+}
+
 CollectiveEstimate estimate_compressed(const core::ClusterSpec& cluster, const GroupShape& shape, CollectiveOp op,
                                        core::Bytes payload, CollectiveAlgorithm requested, const graph::CodecCost& codec) {
-  if (!codec.on() || shape.size <= 1) return estimate_collective(cluster, shape, op, payload, requested);
+  if (!codec.on() || !compresses(cluster, shape, op, payload.value())) {
+    return estimate_collective(cluster, shape, op, payload, requested);
+  }
   CollectiveEstimate e = estimate_collective(cluster, shape, op, payload / codec.ratio, requested);
   const CodecVolume v = codec_volume(op, shape.size, payload.value());
   e.time += core::Seconds(v.compressed * codec.compress_s_per_byte + v.decompressed * codec.decompress_s_per_byte);

@@ -60,8 +60,22 @@ struct CodecVolume {
 };
 CodecVolume codec_volume(graph::CollectiveOp op, int n, double payload);
 
-/** @brief estimate_collective with `codec` applied: the wire carries payload / ratio, and the codec's kernels
- *  run in series with the transfer. */
+/// The smallest message that MVAPICH2-GDR compresses: its default threshold for compressed point-to-point
+/// messages, 1 MB (taken as 2^20 bytes [guess on the unit]), applied to each message a collective's steps send.
+inline constexpr double kCompressionMinMessageBytes = 1024.0 * 1024.0;
+
+/** @brief Whether a compressed collective's messages go through the codec. MVAPICH2-GDR compresses on the
+ *  inter-node path (Zhou et al., "Designing High-Performance MPI Libraries with On-the-fly Compression for Modern
+ *  GPU Clusters", IPDPS 2021: compression to relieve the inter-node fabric; inside a node a GPU's messages go by
+ *  CUDA IPC), messages of at least kCompressionMinMessageBytes: a group inside one node, or one whose steps send
+ *  less (payload / n per step of a ring or an all-to-all, the payload of a send), runs uncompressed. */
+bool compresses(const core::ClusterSpec& cluster, const graph::GroupShape& shape, graph::CollectiveOp op,
+                double payload);
+/** @brief Whether a group has members on more than one node. */
+bool crosses_nodes(const core::ClusterSpec& cluster, const graph::GroupShape& shape);
+
+/** @brief estimate_collective with `codec` applied where it compresses (compresses()): the wire carries
+ *  payload / ratio, and the codec's kernels run in series with the transfer. */
 CollectiveEstimate estimate_compressed(const core::ClusterSpec& cluster, const graph::GroupShape& shape,
                                        graph::CollectiveOp op, core::Bytes payload, core::CollectiveAlgorithm requested,
                                        const graph::CodecCost& codec);

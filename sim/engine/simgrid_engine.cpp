@@ -202,9 +202,10 @@ class Planner {
     const graph::CodecCost& codec = g_.codecs[static_cast<std::size_t>(t.purpose)];
     const int n = shape.size;
     if (n <= 1) return;
-    const double wire = codec.on() ? t.bytes / codec.ratio : t.bytes;
+    const bool coded = codec.on() && compresses(c_, shape, t.op, t.bytes);
+    const double wire = coded ? t.bytes / codec.ratio : t.bytes;
     double codec_s = 0.0;
-    if (codec.on()) {
+    if (coded) {
       const CodecVolume v = codec_volume(t.op, n, t.bytes);
       codec_s = v.compressed * codec.compress_s_per_byte + v.decompressed * codec.decompress_s_per_byte;
     }

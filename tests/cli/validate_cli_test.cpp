@@ -124,8 +124,11 @@ TEST(Validate, PaperClaims) {
       // (0.99x / 0.98x with codec speeds a fraction of HBM bandwidth; the kernels measured on an H100, scaled to the
       // V100's 80 SMs, are slower)
       // 0.977x / 0.945x since the V100's GEMM ceiling is the DGX-2 fit (0.967x / 0.923x at the 0.70 guess).
-      {"lassen-naive-over-baseline", {false, 0.976}},
-      {"lassen-hybrid-over-baseline", {false, 0.944}},
+      // 1.002x / 0.999x once only messages of 1 MB or more across nodes are compressed (MVAPICH2-GDR's inter-node
+      // path): the tensor-parallel pairs inside a node no longer pay the codec. Naive "holds" by the band's rule
+      // (within 25%, on the published side of 1) with 0.2% of the measured 22.5%: the baseline here is compute-bound.
+      {"lassen-naive-over-baseline", {true, 0}},
+      {"lassen-hybrid-over-baseline", {false, 0.999}},
       // ZeRO++ (DeepSpeed's blog, 384 V100s): ZeRO++ / ZeRO-3 from 100 to 400 Gb/s per node. Within the band once a
       // process group's collectives run one at a time (ZeRO-3's gathers and reductions share one NCCL stream); the
       // 1K-token runs at 400 Gb/s are still far slower than predicted, ZeRO-3 too little slower at 100 Gb/s.

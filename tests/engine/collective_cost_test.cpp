@@ -148,6 +148,33 @@ TEST(CompressedCollectives, WireCarriesPayloadOverRatioPlusCodecKernels) {
   EXPECT_NEAR(comp.bytes_by_level[1], plain.bytes_by_level[1], 1e-6);
 }
 
+// MVAPICH2-GDR compresses on the inter-node path, messages of 1 MB and more: a group inside one node, and a
+// collective whose steps send less, run as they would uncompressed; across nodes the same payload is compressed.
+TEST(CompressedCollectives, OnlyMessagesAcrossNodesOfAMegabyteOrMoreAreCompressed) {
+  const auto c = testing::two_level(4);
+  graph::CodecCost codec;
+  codec.ratio = 2.0;
+  codec.compress_s_per_byte = 1.0 / 100e9;
+  codec.decompress_s_per_byte = 1.0 / 100e9;
+  const auto ring = core::CollectiveAlgorithm::kRing;
+  const auto op = graph::CollectiveOp::kAllReduce;
+  const auto node = topology::strided_group_shape(c, 4, 1);    // the 4 devices of one node
+  const auto nodes = topology::strided_group_shape(c, 4, 4);   // one device in each of 4 nodes
+  const double m = 64.0 * 1024 * 1024;
+  EXPECT_FALSE(compresses(c, node, op, m));
+  EXPECT_TRUE(compresses(c, nodes, op, m));
+  EXPECT_EQ(estimate_compressed(c, node, op, core::Bytes(m), ring, codec).time.value(),
+            estimate_collective(c, node, op, core::Bytes(m), ring).time.value());
+  EXPECT_GT(estimate_compressed(c, nodes, op, core::Bytes(m), ring, codec).time.value(),
+            estimate_collective(c, nodes, op, core::Bytes(m / 2), ring).time.value());
+  // 4 MiB over 4 ranks: 1 MiB messages, compressed; 2 MiB: 512 KiB messages, not. A send's message is its payload.
+  EXPECT_TRUE(compresses(c, nodes, op, 4.0 * 1024 * 1024));
+  EXPECT_FALSE(compresses(c, nodes, op, 2.0 * 1024 * 1024));
+  const auto pair = topology::strided_group_shape(c, 2, 4);
+  EXPECT_TRUE(compresses(c, pair, graph::CollectiveOp::kSendRecv, 2.0 * 1024 * 1024));
+  EXPECT_FALSE(compresses(c, pair, graph::CollectiveOp::kSendRecv, 512.0 * 1024));
+}
+
 TEST(CompressedCollectives, CodecVolumesPerOperation) {
   const double m = 800.0;
   EXPECT_DOUBLE_EQ(codec_volume(graph::CollectiveOp::kAllGather, 8, m).compressed, 100.0);  // own piece once
