@@ -508,9 +508,7 @@ core::DeviceSpec a100(const char* name, double hbm_gib, double hbm_gbps) {
   d.gemm_efficiency = core::kFittedA100GemmEfficiency;
   d.memory_efficiency = core::kFittedA100MemoryEfficiency;
   // The attention fit is of llm-foundry's Triton kernels (its long runs); FlashAttention-2's CUDA kernels on the
-  // A100 borrow it [guess] until a run or a measurement of them is fitted.
-  d.attention_efficiency = core::kFittedA100AttentionForward;
-  d.attention_backward_efficiency = core::kFittedA100AttentionBackward;
+  // A100 borrow it, reported as a [guess], until a run or a measurement of them is fitted.
   d.triton_attention_efficiency = core::kFittedA100AttentionForward;
   d.triton_attention_backward_efficiency = core::kFittedA100AttentionBackward;
   d.efficiency_source =

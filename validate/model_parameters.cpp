@@ -125,10 +125,10 @@ const std::array<Kind, 40>& kinds() {
        [](Scenario& s, const std::string&, double v) { s.cluster.device.stream_efficiency = v; }},
       // FlashAttention reaches a third of a Hopper GPU's dense peak forward (validate/results/), less backward.
       {"device.attention_efficiency", "", true, false, 0.05, 0.95, efficiency_source,
-       [](const Scenario& s, const std::string&) { return s.cluster.device.attention_efficiency_in_use(false); },
+       [](const Scenario& s, const std::string&) { return s.cluster.device.attention_rates(core::AttentionKernel::kFlash2).forward; },
        [](Scenario& s, const std::string&, double v) { s.cluster.device.attention_efficiency = v; }},
       {"device.attention_backward_efficiency", "", true, false, 0.05, 0.95, efficiency_source,
-       [](const Scenario& s, const std::string&) { return s.cluster.device.attention_efficiency_in_use(true); },
+       [](const Scenario& s, const std::string&) { return s.cluster.device.attention_rates(core::AttentionKernel::kFlash2).backward; },
        [](Scenario& s, const std::string&, double v) { s.cluster.device.attention_backward_efficiency = v; }},
       // The Triton port of FlashAttention (flat model), where a run's plan says attention_kernel: triton.
       {"device.triton_attention_efficiency", "", true, false, 0.05, 0.95, efficiency_source,

@@ -60,9 +60,10 @@ struct AttentionRates {
   double forward = 0.0, backward = 0.0;  ///< fractions of the dense peak (per tile where slots > 0)
   int slots = 0;                         ///< resident blocks per compute unit; 0: the flat model
   double block_cost = 0.0, backward_block_cost = 0.0;
-  /// not measured or fitted for this kernel family on this device: borrowed (the GEMM ceiling, or the device's
-  /// FlashAttention-2 rates for the Triton port), and the report says so
+  /// not measured or fitted for this kernel family on this device: borrowed (the GEMM ceiling, or the other
+  /// family's rates on this device), and the report says which
   bool guessed = false;
+  const char* borrowed = "";
 };
 
 struct DeviceSpec {
@@ -107,29 +108,37 @@ struct DeviceSpec {
   int attention_slots = 0;
   double attention_block_cost = 0.0;
   double attention_backward_block_cost = 0.0;
-  /** @brief The FlashAttention efficiency in use, forward or backward: the GEMM ceiling where none is set. */
-  [[nodiscard]] double attention_efficiency_in_use(bool backward) const {
-    const double e = backward ? attention_backward_efficiency : attention_efficiency;
-    return e > 0.0 ? e : gemm_efficiency;
-  }
   /// The Triton port's rates (flat model: the fraction of the dense peak at every shape, bounded by the longest
   /// causal row), forward and backward; 0: not known for this device, FlashAttention-2's rates above in their place
   double triton_attention_efficiency = 0.0;
   double triton_attention_backward_efficiency = 0.0;
   /** @brief The rates `kernel` runs at on this device, and whether they are borrowed. */
   [[nodiscard]] AttentionRates attention_rates(AttentionKernel kernel) const {
-    const bool triton = kernel == AttentionKernel::kTriton &&
-                        (triton_attention_efficiency > 0.0 || triton_attention_backward_efficiency > 0.0);
-    if (triton) {
-      // A direction left unset borrows FlashAttention-2's ceiling on this device.
-      return {triton_attention_efficiency > 0.0 ? triton_attention_efficiency : attention_efficiency_in_use(false),
-              triton_attention_backward_efficiency > 0.0 ? triton_attention_backward_efficiency
-                                                         : attention_efficiency_in_use(true),
-              0, 0.0, 0.0, triton_attention_efficiency <= 0.0 || triton_attention_backward_efficiency <= 0.0};
+    // Each direction from the kernel family's own rate, else the other family's on this device (borrowed), else the
+    // GEMM ceiling; the schedule goes with FlashAttention-2's rates, the Triton port's are flat.
+    const bool triton = kernel == AttentionKernel::kTriton;
+    const double own_f = triton ? triton_attention_efficiency : attention_efficiency;
+    const double own_b = triton ? triton_attention_backward_efficiency : attention_backward_efficiency;
+    const double other_f = triton ? attention_efficiency : triton_attention_efficiency;
+    const double other_b = triton ? attention_backward_efficiency : triton_attention_backward_efficiency;
+    const bool has_own = own_f > 0.0 || own_b > 0.0, has_other = other_f > 0.0 || other_b > 0.0;
+    auto pick = [&](double own, double other) { return own > 0.0 ? own : other > 0.0 ? other : gemm_efficiency; };
+    AttentionRates r;
+    r.forward = pick(own_f, other_f);
+    r.backward = pick(own_b, other_b);
+    const bool scheduled = triton ? !has_own && has_other : has_own || !has_other;
+    if (scheduled) {
+      r.slots = attention_slots;
+      r.block_cost = attention_block_cost;
+      r.backward_block_cost = attention_backward_block_cost;
     }
-    return {attention_efficiency_in_use(false), attention_efficiency_in_use(true), attention_slots,
-            attention_block_cost, attention_backward_block_cost,
-            kernel == AttentionKernel::kTriton || attention_efficiency <= 0.0};
+    r.guessed = own_f <= 0.0 || own_b <= 0.0;
+    if (r.guessed) {
+      r.borrowed = has_other ? (triton ? "FlashAttention-2's rates for the Triton kernels"
+                                       : "the Triton kernels' rates for FlashAttention-2")
+                             : "the GEMM ceiling";
+    }
+    return r;
   }
   /// compute runs this many times slower while a collective's kernels run on the same device (NCCL / RCCL
   /// channels occupy SMs / CUs that a GEMM's waves then wait for); 1: unaffected

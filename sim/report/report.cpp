@@ -216,10 +216,7 @@ std::string render_table(const scenario::Scenario& s, const scenario::Evaluation
       att.slots > 0 ? fmt::format(" ({} blocks per unit, {:.1f}/{:.1f} tiles each)", att.slots, att.block_cost,
                                   att.backward_block_cost)
                     : std::string();
-  const std::string attention_guess =
-      !att.guessed                              ? std::string()
-      : kernel == core::AttentionKernel::kTriton ? std::string(" [guess: FlashAttention-2's rates for the Triton kernels]")
-                                                 : std::string(" [guess: the GEMM ceiling]");
+  const std::string attention_guess = att.guessed ? fmt::format(" [guess: {}]", att.borrowed) : std::string();
   const std::string misaligned =
       d.gemm_efficiency_narrow > 0.0 || d.gemm_efficiency_odd > 0.0
           ? fmt::format(" ({:.2f} / {:.2f} with a dimension of 4-8 / 2 bytes)", d.gemm_efficiency_narrow_in_use(),
@@ -540,6 +537,15 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
                     {"attention_backward_block_cost", c.device.attention_backward_block_cost},
                     {"triton_attention_efficiency", c.device.triton_attention_efficiency},
                     {"triton_attention_backward_efficiency", c.device.triton_attention_backward_efficiency},
+                    {"attention_in_use",
+                     [&] {
+                       const core::AttentionRates a = c.device.attention_rates(s.plan.attention_kernel);
+                       return nlohmann::ordered_json{{"kernel", core::attention_kernel_name(s.plan.attention_kernel)},
+                                                     {"forward", a.forward},
+                                                     {"backward", a.backward},
+                                                     {"slots", a.slots},
+                                                     {"borrowed", a.guessed ? a.borrowed : ""}};
+                     }()},
                     {"comm_compute_slowdown", c.device.comm_compute_slowdown},
                     {"hbm_bandwidth_Bps", c.device.hbm_bandwidth.value()},
                     {"compute_units", c.device.compute_units},

@@ -75,6 +75,19 @@ TEST(KernelModel, TritonAttentionRunsAtItsOwnRatesOrBorrowsFlashAttention2s) {
   d.triton_attention_backward_efficiency = 0.0;
   EXPECT_TRUE(d.attention_rates(core::AttentionKernel::kTriton).guessed);
   EXPECT_EQ(d.attention_rates(core::AttentionKernel::kTriton).backward, 0.4);
+  // A device with the Triton port's rates only (the A100, fitted on llm-foundry's runs) lends them to
+  // FlashAttention-2, flat, and says so; with neither, the GEMM ceiling.
+  core::DeviceSpec t = device(100, 1);
+  t.triton_attention_efficiency = 0.3;
+  t.triton_attention_backward_efficiency = 0.2;
+  const core::AttentionRates lent = t.attention_rates(core::AttentionKernel::kFlash2);
+  EXPECT_TRUE(lent.guessed);
+  EXPECT_EQ(lent.forward, 0.3);
+  EXPECT_EQ(lent.backward, 0.2);
+  EXPECT_EQ(lent.slots, 0);
+  EXPECT_NE(std::string(lent.borrowed).find("Triton"), std::string::npos);
+  EXPECT_EQ(device(100, 1).attention_rates(core::AttentionKernel::kTriton).forward, 0.5);
+  EXPECT_EQ(std::string(device(100, 1).attention_rates(core::AttentionKernel::kFlash2).borrowed), "the GEMM ceiling");
   // A plan's kernel reaches the layer times: the H100's Triton kernels are slower than its FlashAttention-2.
   const core::DeviceSpec& h100 = topology::find_cluster_preset("dgx-h100")->device;
   core::ModelSpec m = *core::find_model_preset("llama3-8b");
