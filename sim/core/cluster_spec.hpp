@@ -93,8 +93,8 @@ struct DeviceSpec {
   [[nodiscard]] double stream_efficiency_in_use() const { return stream_efficiency.value_or(memory_efficiency); }
   /// fraction of the dense peak that causal FlashAttention reaches forward / backward with every SM busy (the
   /// fused kernels run well below a GEMM's ceiling: softmax, masking and the online rescaling between the two
-  /// matrix products); on a device timed by the schedule below, the rate of a tile's work alone; 0: the GEMM
-  /// ceiling, as a [guess]
+  /// matrix products), FlashAttention-2's CUDA kernels; on a device timed by the schedule below, the rate of a
+  /// tile's work alone; 0: the Triton port's rates where the device has them, else the GEMM ceiling, as a [guess]
   double attention_efficiency = 0.0;
   double attention_backward_efficiency = 0.0;
   /// FlashAttention's schedule, where a device's own attention kernels were measured (0 slots: the flat model, the
@@ -110,6 +110,7 @@ struct DeviceSpec {
   double attention_backward_block_cost = 0.0;
   /// The Triton port's rates (flat model: the fraction of the dense peak at every shape, bounded by the longest
   /// causal row), forward and backward; 0: not known for this device, FlashAttention-2's rates above in their place
+  /// (attention_rates)
   double triton_attention_efficiency = 0.0;
   double triton_attention_backward_efficiency = 0.0;
   /** @brief The rates `kernel` runs at on this device, and whether they are borrowed. */
