@@ -70,7 +70,6 @@ double gradient_memory_bytes(const core::ModelSpec& model, const core::PlanSpec&
 }
 
 double gradient_bucket_bytes(const core::PlanSpec& plan, double grad_bytes, bool first_stage) {
-  const core::PartitionSpec sh = plan.shards();
   switch (plan.framework) {
     case core::Framework::kMegatron:
       if (!plan.overlaps_comm() || !first_stage) return std::numeric_limits<double>::infinity();
@@ -80,11 +79,15 @@ double gradient_bucket_bytes(const core::PlanSpec& plan, double grad_bytes, bool
       break;
     case core::Framework::kDeepSpeed: break;
   }
+  return reduces_in_ddp_buckets(plan, plan.shards()) ? plan.ddp_bucket.value() : plan.reduce_bucket.value();
+}
+
+bool reduces_in_ddp_buckets(const core::PlanSpec& plan, const core::PartitionSpec& sh) {
   // DeepSpeed's ZeRO optimizers fill reduce_bucket_size buckets whatever the data-parallel degree, one rank
   // included (deepspeed@v0.14.0 stage_1_and_2.py reduce_independent_p_g_buckets_and_remove_grads, stage3.py
   // __add_grad_to_ipg_bucket); an unpartitioned plan reduces as DDP does.
   const bool zero_optimizer = plan.framework == core::Framework::kDeepSpeed && plan.zero_stage >= 1;
-  return sh.grads == 1 && sh.optimizer == 1 && !zero_optimizer ? plan.ddp_bucket.value() : plan.reduce_bucket.value();
+  return sh.grads == 1 && sh.optimizer == 1 && !zero_optimizer;
 }
 
 BlockHostTimes block_host_times(const core::HostSpec& host, const core::PlanSpec& plan) {

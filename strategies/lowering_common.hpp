@@ -150,6 +150,10 @@ double gradient_memory_bytes(const core::ModelSpec& model, const core::PlanSpec&
  *  megatron/core/distributed/distributed_data_parallel.py:54-60), one bucket again on later pipeline stages
  *  (ibid. l.74-77). */
 double gradient_bucket_bytes(const core::PlanSpec& plan, double grad_bytes, bool first_stage);
+/** @brief True where gradients are reduced in PyTorch DDP's buckets (`sh`, the plan's partition as lowered,
+ *  unpartitioned outside DeepSpeed's ZeRO optimizers), false where DeepSpeed's ZeRO fills reduce_bucket_size ones
+ *  (on one rank too). */
+bool reduces_in_ddp_buckets(const core::PlanSpec& plan, const core::PartitionSpec& sh);
 
 /** @brief The host's per-block times (forward, backward) for the plan's model code: Megatron's where fused code
  *  runs (model_code megatron or fused, or framework megatron; [guess] for other fused code: a block of a few fused

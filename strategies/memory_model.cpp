@@ -125,18 +125,21 @@ MemoryBreakdown rank_memory(const core::ModelSpec& model, const core::ClusterSpe
   std::string buf_note;
   if (plan.framework == core::Framework::kMegatron) {
     buf_note = "none: reduced in place in the gradient buffer";  // buckets are views of the contiguous buffer
-  } else if (sh.optimizer == 1 && sh.grads == 1) {
+  } else if (reduces_in_ddp_buckets(plan, sh)) {
     buffers = 2.0 * plan.ddp_bucket.value();
     buf_note = "2 gradient buckets";
   } else {
     // FSDP reduce-scatters a unit's gradients at a time; DeepSpeed fills reduce_bucket-sized buckets.
     const bool fsdp = plan.framework == core::Framework::kFsdp;
     const double bucket = fsdp ? largest * gb : plan.reduce_bucket.value();
-    const double ipg = (plan.overlaps_comm() ? 2.0 : 1.0) * bucket;
+    // DeepSpeed's ZeRO-3 keeps one flat bucket (stage3.py __ipg_bucket_flat_buffer); a second bucket's worth is
+    // alive while one is laid out and reduced beside it, which a single rank never does.
+    const bool one_rank_stage3 = !fsdp && plan.zero_stage == 3 && sh.grads == 1;
+    const double ipg = (plan.overlaps_comm() && !one_rank_stage3 ? 2.0 : 1.0) * bucket;
     // The updated-parameter all-gather runs after the step, when no reduce bucket is alive.
     buffers = sh.params < sh.optimizer ? std::max(ipg, plan.allgather_bucket.value()) : ipg;
     buf_note = fsdp ? (plan.overlaps_comm() ? "2 units' gradients (overlap)" : "1 unit's gradients")
-                    : (plan.overlaps_comm() ? "2 reduce buckets (overlap)" : "1 reduce bucket");
+                    : (ipg > bucket ? "2 reduce buckets (overlap)" : "1 reduce bucket");
     if (plan.quantization.gradients) {
       // qgZ keeps the INT4 copy of a bucket and its received pieces beside the fp16 bucket.
       buffers += (plan.overlaps_comm() ? 2.0 : 1.0) * plan.reduce_bucket.value() * 0.25 * 2.0;

@@ -106,6 +106,30 @@ TEST(MemoryModel, BreakdownSumsToTotalAndVerdictFollowsCapacity) {
   EXPECT_TRUE(mb.fits) << mb.total.value() / core::kGiB;
 }
 
+// DeepSpeed's ZeRO keeps its reduce buckets on one rank too: ZeRO-2 two of reduce_bucket (overlap on), ZeRO-3 its one
+// flat bucket (nothing is reduced beside it on one rank); without ZeRO, DDP's two 25 MB buckets.
+TEST(MemoryModel, OneRanksZeroKeepsDeepSpeedsBuckets) {
+  const core::ModelSpec m = *core::find_model_preset("llama2-7b");
+  const core::ClusterSpec c = testing::two_level(1);
+  core::PlanSpec p;
+  p.dp = 1;
+  p.global_batch = 1;
+  p.recompute = core::Recompute::kFull;
+  p.reduce_bucket = core::Bytes(1e9);
+  auto buffers = [&](int stage, std::optional<bool> overlap) {
+    p.zero_stage = stage;
+    p.overlap_comm = overlap;
+    for (const auto& it : estimate_memory(m, c, p, compute_model_costs(m, p)).items) {
+      if (it.name == "communication buffers") return it.bytes.value();
+    }
+    return -1.0;
+  };
+  EXPECT_EQ(buffers(0, std::nullopt), 2.0 * p.ddp_bucket.value());
+  EXPECT_EQ(buffers(2, true), 2e9);
+  EXPECT_EQ(buffers(2, false), 1e9);
+  EXPECT_EQ(buffers(3, std::nullopt), 1e9);
+}
+
 // The loss's fp32 copy of the logits counts once, with every unit's saved activations, where it is the largest
 // transient.
 TEST(MemoryModel, TheLossCopyOfTheLogitsIsTheLargestTransient) {
