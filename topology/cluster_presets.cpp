@@ -407,6 +407,7 @@ core::ClusterSpec make_dgx_h100() {
   // (core::kFittedH100TritonAttentionForward).
   d.triton_attention_efficiency = core::kFittedH100TritonAttentionForward;
   d.triton_attention_backward_efficiency = core::kFittedH100TritonAttentionBackward;
+  d.triton_attention_source = "fitted on mosaic-mpt-h100-long (llm-foundry's Triton FlashAttention on 8 H100s)";
   d.kernel_overhead = Seconds(9.5209 * us);   // torch.add_ on a tiny tensor, eager, back to back
   d.comm_compute_slowdown = kMeasuredH100CommSlowdown;
   d.efficiency_source = "calibrated on an H100 SXM: validate/results/NVIDIA-H100-80GB-HBM3-2026-11-23.yaml";
@@ -467,6 +468,7 @@ core::ClusterSpec make_dgx_h200() {
   d.attention_backward_block_cost = 5.668;   // +- 0.63 tiles
   // The Triton FlashAttention rates: the H100's fit, kept [guess]: the same SMs run the same kernels, which are
   // bound by them (the H100's fit is 224 / 155 TFLOP/s of 989, far from its HBM's bound).
+  d.triton_attention_source = "[guess] the H100's fit (mosaic-mpt-h100-long): the same SMs";
   d.kernel_overhead = Seconds(11.2626 * us);  // torch.add_ on a tiny tensor, eager, back to back
   d.efficiency_source = "calibrated on an H200 SXM: validate/results/NVIDIA-H200-2026-11-26.yaml";
   // shardsim's codec kernels on the same H200 at 1 GiB (the test Presets.H200CodecRatesAreItsKernelMeasurements).
@@ -511,6 +513,7 @@ core::DeviceSpec a100(const char* name, double hbm_gib, double hbm_gbps) {
   // A100 borrow it, reported as a [guess], until a run or a measurement of them is fitted.
   d.triton_attention_efficiency = core::kFittedA100AttentionForward;
   d.triton_attention_backward_efficiency = core::kFittedA100AttentionBackward;
+  d.triton_attention_source = "fitted on mosaic-mpt-a100-long (llm-foundry's Triton FlashAttention on 8 A100s)";
   d.efficiency_source =
       "GEMM ceiling, memory-bound and flash attention fitted on vtrain-single and mosaic-mpt-a100-long (Megatron and "
       "MosaicML runs)";

@@ -375,6 +375,10 @@ void apply_parameters(const Calibration& c, scenario::Scenario& s) {
                                  : fmt::format("calibrated on {} ({}, {}): {}", c.device.name, c.device.backend,
                                                c.device.date, c.file);
   }
+  if (std::any_of(updates.begin(), updates.end(),
+                  [](const auto& u) { return u.first->name.rfind("device.triton_attention", 0) == 0; })) {
+    s.cluster.device.triton_attention_source = s.cluster.device.efficiency_source;
+  }
 }
 
 Calibration load_calibration(const std::string& path) {

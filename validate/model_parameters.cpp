@@ -28,6 +28,9 @@ auto& level_named(Cluster& c, const std::string& name) {
 // A DeviceSpec cites one source for all its figures; its efficiencies count as measured only where it says so
 // (the presets mark them [guess] in their comments otherwise).
 std::string efficiency_source(const Scenario& s, const std::string&) { return s.cluster.device.efficiency_source; }
+std::string triton_attention_source(const Scenario& s, const std::string&) {
+  return s.cluster.device.triton_attention_source;
+}
 
 std::string latency_source(const Scenario& s, const std::string& level) {
   const std::string& src = level_named(s.cluster, level).source;
@@ -131,12 +134,12 @@ const std::array<Kind, 40>& kinds() {
        [](const Scenario& s, const std::string&) { return s.cluster.device.attention_rates(core::AttentionKernel::kFlash2).backward; },
        [](Scenario& s, const std::string&, double v) { s.cluster.device.attention_backward_efficiency = v; }},
       // The Triton port of FlashAttention (flat model), where a run's plan says attention_kernel: triton.
-      {"device.triton_attention_efficiency", "", true, false, 0.05, 0.95, efficiency_source,
+      {"device.triton_attention_efficiency", "", true, false, 0.05, 0.95, triton_attention_source,
        [](const Scenario& s, const std::string&) {
          return s.cluster.device.attention_rates(core::AttentionKernel::kTriton).forward;
        },
        [](Scenario& s, const std::string&, double v) { s.cluster.device.triton_attention_efficiency = v; }},
-      {"device.triton_attention_backward_efficiency", "", true, false, 0.05, 0.95, efficiency_source,
+      {"device.triton_attention_backward_efficiency", "", true, false, 0.05, 0.95, triton_attention_source,
        [](const Scenario& s, const std::string&) {
          return s.cluster.device.attention_rates(core::AttentionKernel::kTriton).backward;
        },

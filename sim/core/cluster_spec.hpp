@@ -113,6 +113,7 @@ struct DeviceSpec {
   /// (attention_rates)
   double triton_attention_efficiency = 0.0;
   double triton_attention_backward_efficiency = 0.0;
+  std::string triton_attention_source = "[guess]";  ///< where the two come from
   /** @brief The rates `kernel` runs at on this device, and whether they are borrowed. */
   [[nodiscard]] AttentionRates attention_rates(AttentionKernel kernel) const {
     // Each direction from the kernel family's own rate, else the other family's on this device (borrowed), else the

@@ -216,7 +216,10 @@ std::string render_table(const scenario::Scenario& s, const scenario::Evaluation
       att.slots > 0 ? fmt::format(" ({} blocks per unit, {:.1f}/{:.1f} tiles each)", att.slots, att.block_cost,
                                   att.backward_block_cost)
                     : std::string();
-  const std::string attention_guess = att.guessed ? fmt::format(" [guess: {}]", att.borrowed) : std::string();
+  const std::string attention_guess =
+      att.guessed ? fmt::format(" [guess: {}]", att.borrowed)
+      : kernel == core::AttentionKernel::kTriton ? fmt::format(" ({})", d.triton_attention_source)
+                                                 : std::string();
   const std::string misaligned =
       d.gemm_efficiency_narrow > 0.0 || d.gemm_efficiency_odd > 0.0
           ? fmt::format(" ({:.2f} / {:.2f} with a dimension of 4-8 / 2 bytes)", d.gemm_efficiency_narrow_in_use(),
@@ -544,7 +547,10 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
                                                      {"forward", a.forward},
                                                      {"backward", a.backward},
                                                      {"slots", a.slots},
-                                                     {"borrowed", a.guessed ? a.borrowed : ""}};
+                                                     {"borrowed", a.guessed ? a.borrowed : ""},
+                                                     {"source", s.plan.attention_kernel == core::AttentionKernel::kTriton
+                                                                    ? c.device.triton_attention_source
+                                                                    : c.device.efficiency_source}};
                      }()},
                     {"comm_compute_slowdown", c.device.comm_compute_slowdown},
                     {"hbm_bandwidth_Bps", c.device.hbm_bandwidth.value()},

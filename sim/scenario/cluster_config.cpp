@@ -37,8 +37,14 @@ void apply_device(const ConfigNode& n, core::DeviceSpec& d) {
   if (auto v = n.find("stream_efficiency")) d.stream_efficiency = v->as_fraction();
   if (auto v = n.find("attention_efficiency")) d.attention_efficiency = v->as_fraction();
   if (auto v = n.find("attention_backward_efficiency")) d.attention_backward_efficiency = v->as_fraction();
-  if (auto v = n.find("triton_attention_efficiency")) d.triton_attention_efficiency = v->as_fraction();
-  if (auto v = n.find("triton_attention_backward_efficiency")) d.triton_attention_backward_efficiency = v->as_fraction();
+  for (const auto& [key, field] : {std::pair{"triton_attention_efficiency", &core::DeviceSpec::triton_attention_efficiency},
+                                   std::pair{"triton_attention_backward_efficiency",
+                                             &core::DeviceSpec::triton_attention_backward_efficiency}}) {
+    if (auto v = n.find(key)) {
+      d.*field = v->as_fraction();
+      d.triton_attention_source = n.file();
+    }
+  }
   if (auto v = n.find("attention_slots")) d.attention_slots = static_cast<int>(v->as_int(0, 64));
   for (const auto& [key, field] : {std::pair{"attention_block_cost", &core::DeviceSpec::attention_block_cost},
                                    std::pair{"attention_backward_block_cost", &core::DeviceSpec::attention_backward_block_cost}}) {
@@ -56,8 +62,7 @@ void apply_device(const ConfigNode& n, core::DeviceSpec& d) {
   // Any of the compute model's numbers given here makes this file their source.
   for (const char* key : {"gemm_efficiency", "gemm_efficiency_narrow", "gemm_efficiency_odd", "memory_efficiency",
                           "stream_efficiency", "attention_efficiency", "attention_backward_efficiency", "attention_slots",
-                          "attention_block_cost", "attention_backward_block_cost", "triton_attention_efficiency",
-                          "triton_attention_backward_efficiency", "kernel_overhead"}) {
+                          "attention_block_cost", "attention_backward_block_cost", "kernel_overhead"}) {
     if (n.has(key)) d.efficiency_source = n.file();
   }
   if (auto v = n.find("compute_units")) d.compute_units = static_cast<int>(v->as_int(0, 1 << 20));

@@ -496,6 +496,13 @@ TEST(ScenarioPlan, AttentionKernelChoosesFlashAttentionsKernels) {
   std::ofstream(file) << base << "  flash_attention: true\n  attention_kernel: triton\n";
   EXPECT_EQ(parse_scenarios(scenario_with_plan(file, triton.plan, triton.cluster, "copy"), file).at(0).plan.attention_kernel,
             core::AttentionKernel::kTriton);
+  // A device's Triton rates given in the scenario make the file their source.
+  const auto own = parse_scenarios(replace(base, "nodes: 1}", "nodes: 1, device: {triton_attention_efficiency: 0.3}}"),
+                                   "mine.yaml")
+                       .at(0);
+  EXPECT_EQ(own.cluster.device.triton_attention_efficiency, 0.3);
+  EXPECT_EQ(own.cluster.device.triton_attention_source, "mine.yaml");
+  EXPECT_NE(triton.cluster.device.triton_attention_source.find("mosaic-mpt-h100-long"), std::string::npos);
   expect_error(base + "  attention_kernel: triton\n", {5, 21, "plan.attention_kernel", "flash_attention"});
   expect_error(base + "  flash_attention: true\n  attention_kernel: cudnn\n",
                {6, 21, "plan.attention_kernel", "flash2"});
