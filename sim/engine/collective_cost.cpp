@@ -256,12 +256,8 @@ CodecVolume codec_volume(CollectiveOp op, int n, double m) {
 }
 
 bool crosses_nodes(const core::ClusterSpec& cluster, const GroupShape& shape) {
-  // The outermost level whose domains lie inside one node: a group no wider than its domain stays in the node.
-  int node_level = -1;
-  for (std::size_t l = 0; l < cluster.levels.size(); ++l) {
-    if (cluster.levels[l].domain_ranks <= cluster.devices_per_node) node_level = static_cast<int>(l);
-  }
-  return shape.size > shape.within(node_level);
+  // A group no wider than its members inside one node's domain stays in the node.
+  return shape.size > shape.within(cluster.node_level());
 }
 
 bool compresses(const core::ClusterSpec& cluster, const GroupShape& shape, CollectiveOp op, double payload) {

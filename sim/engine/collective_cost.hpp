@@ -71,7 +71,7 @@ inline constexpr double kCompressionMinMessageBytes = 1024.0 * 1024.0;
  *  less (payload / n per step of a ring or an all-to-all, the payload of a send), runs uncompressed. */
 bool compresses(const core::ClusterSpec& cluster, const graph::GroupShape& shape, graph::CollectiveOp op,
                 double payload);
-/** @brief Whether a group has members on more than one node. */
+/** @brief Whether a group has members on more than one node. Precondition: validated spec (ClusterSpec::node_level). */
 bool crosses_nodes(const core::ClusterSpec& cluster, const graph::GroupShape& shape);
 
 /** @brief estimate_collective with `codec` applied where it compresses (compresses()): the wire carries
