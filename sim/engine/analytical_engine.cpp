@@ -186,8 +186,31 @@ void AnalyticalEngine::summarise(const TaskGraph& g, const std::vector<TaskTimin
   finish_run(g, options, finish, out);
 }
 
+void AnalyticalEngine::index_roles(const TaskGraph& g, std::size_t roles) {
+  // One role (every data-parallel plan): its tasks are the graph's, no index needed.
+  indexed_ = roles > 1;
+  if (!indexed_) return;
+  // A counting sort by role, stable: each role's tasks (and memory events) keep the graph's order.
+  auto bucket = [roles](std::size_t n, auto role_of, std::vector<std::uint32_t>& begin,
+                        std::vector<std::uint32_t>& items) {
+    begin.assign(roles + 1, 0);
+    for (std::size_t i = 0; i < n; ++i) ++begin[role_of(i) + 1];
+    for (std::size_t r = 0; r < roles; ++r) begin[r + 1] += begin[r];
+    items.resize(n);
+    std::vector<std::uint32_t> next(begin.begin(), begin.end() - 1);
+    for (std::size_t i = 0; i < n; ++i) items[next[role_of(i)]++] = static_cast<std::uint32_t>(i);
+  };
+  const auto& tasks = g.tasks();
+  bucket(tasks.size(), [&](std::size_t i) { return static_cast<std::size_t>(tasks[i].role); }, role_task_begin_,
+         role_tasks_);
+  const auto& mems = g.mem_events();
+  bucket(mems.size(), [&](std::size_t i) { return static_cast<std::size_t>(tasks[mems[i].task].role); },
+         role_mem_begin_, role_mems_);
+}
+
 void AnalyticalEngine::finish_run(const TaskGraph& g, const EngineOptions& options, double finish, RunResult& out) {
   const std::size_t roles = std::max<std::size_t>(1, g.roles().size());
+  index_roles(g, roles);
   out.iteration_time = core::Seconds(finish);
   out.roles.resize(roles);
   out.memory.resize(options.memory_timeline ? roles : 0);
@@ -216,9 +239,10 @@ void AnalyticalEngine::analyse_role(const TaskGraph& g, std::uint16_t role, Role
   for (auto& v : comm_by_stream) v.clear();
   std::vector<std::uint32_t>& compute = scratch_;
   compute.clear();
-  for (std::size_t i = 0; i < tasks.size(); ++i) {
+  const std::size_t k_end = indexed_ ? role_task_begin_[role + 1u] : tasks.size();
+  for (std::size_t k = indexed_ ? role_task_begin_[role] : 0; k < k_end; ++k) {
+    const std::uint32_t i = indexed_ ? role_tasks_[k] : static_cast<std::uint32_t>(k);
     const Task& t = tasks[i];
-    if (t.role != role) continue;
     const double dur = timing_[i].end_s - timing_[i].start_s;
     b.finish = core::Seconds(std::max(b.finish.value(), timing_[i].end_s));
     if (t.kind == TaskKind::kCompute && t.purpose == graph::Purpose::kCompute) {
@@ -293,8 +317,11 @@ void AnalyticalEngine::replay_memory(const TaskGraph& g, std::uint16_t role, Rol
     graph::MemKind kind;
   };
   std::vector<Ev> evs;
-  for (const auto& m : g.mem_events()) {
-    if (g.tasks()[m.task].role != role) continue;
+  const std::size_t k_end = indexed_ ? role_mem_begin_[role + 1u] : g.mem_events().size();
+  const std::size_t k_begin = indexed_ ? role_mem_begin_[role] : 0;
+  evs.reserve(k_end - k_begin);
+  for (std::size_t k = k_begin; k < k_end; ++k) {
+    const graph::MemEvent& m = g.mem_events()[indexed_ ? role_mems_[k] : k];
     const TaskTiming& tt = timing_[m.task];
     evs.push_back(Ev{m.at_end ? tt.end_s : tt.start_s, m.bytes, m.kind});
   }

@@ -74,6 +74,15 @@ class AnalyticalEngine : public Engine {
   /// per stream, the communication tasks of the role being analysed (kept to reuse their capacity)
   std::array<std::vector<std::uint32_t>, static_cast<std::size_t>(graph::Stream::kCount)> comm_by_stream_;
   std::vector<std::pair<MemoKey, CollectiveEstimate>> memo_;  ///< this run's distinct collectives
+  bool indexed_ = false;  ///< the run has several roles and the indexes below hold them
+  /// the tasks and memory events of each role, in graph order (CSR: role r's are [begin[r], begin[r + 1])), built
+  /// once per run so that each role's analysis reads its own and not the whole graph
+  std::vector<std::uint32_t> role_task_begin_;
+  std::vector<std::uint32_t> role_tasks_;
+  std::vector<std::uint32_t> role_mem_begin_;
+  std::vector<std::uint32_t> role_mems_;
+  /** @brief Fills the per-role indexes above for `g`. */
+  void index_roles(const graph::TaskGraph& g, std::size_t roles);
 };
 
 }  // namespace shardsim::engine
