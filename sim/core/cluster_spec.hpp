@@ -142,6 +142,16 @@ struct DeviceSpec {
     }
     return r;
   }
+  /** @brief Where the rates attention_rates(kernel) returns come from: the kernel family's own source where it has
+   *  rates, the other family's where it borrows theirs, the device's efficiency source where it falls back to the
+   *  GEMM ceiling. */
+  [[nodiscard]] const std::string& attention_source(AttentionKernel kernel) const {
+    const bool has_flash2 = attention_efficiency > 0.0 || attention_backward_efficiency > 0.0;
+    const bool has_triton = triton_attention_efficiency > 0.0 || triton_attention_backward_efficiency > 0.0;
+    const bool triton = kernel == AttentionKernel::kTriton;
+    const bool uses_triton = triton ? has_triton : !has_flash2 && has_triton;
+    return uses_triton ? triton_attention_source : efficiency_source;
+  }
   /// compute runs this many times slower while a collective's kernels run on the same device (NCCL / RCCL
   /// channels occupy SMs / CUs that a GEMM's waves then wait for); 1: unaffected
   double comm_compute_slowdown = 1.0;

@@ -216,10 +216,13 @@ std::string render_table(const scenario::Scenario& s, const scenario::Evaluation
       att.slots > 0 ? fmt::format(" ({} blocks per unit, {:.1f}/{:.1f} tiles each)", att.slots, att.block_cost,
                                   att.backward_block_cost)
                     : std::string();
+  // Where the rates come from where that is not the device's efficiency source, which closes the line.
+  const std::string& att_source = d.attention_source(kernel);
   const std::string attention_guess =
-      att.guessed ? fmt::format(" [guess: {}]", att.borrowed)
-      : kernel == core::AttentionKernel::kTriton ? fmt::format(" ({})", d.triton_attention_source)
-                                                 : std::string();
+      att.guessed ? fmt::format(" [guess: {}{}]", att.borrowed,
+                                &att_source != &d.efficiency_source ? fmt::format(", {}", att_source) : std::string())
+      : &att_source != &d.efficiency_source ? fmt::format(" ({})", att_source)
+                                            : std::string();
   const std::string misaligned =
       d.gemm_efficiency_narrow > 0.0 || d.gemm_efficiency_odd > 0.0
           ? fmt::format(" ({:.2f} / {:.2f} with a dimension of 4-8 / 2 bytes)", d.gemm_efficiency_narrow_in_use(),
@@ -548,9 +551,7 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
                                                      {"backward", a.backward},
                                                      {"slots", a.slots},
                                                      {"borrowed", a.guessed ? a.borrowed : ""},
-                                                     {"source", s.plan.attention_kernel == core::AttentionKernel::kTriton
-                                                                    ? c.device.triton_attention_source
-                                                                    : c.device.efficiency_source}};
+                                                     {"source", c.device.attention_source(s.plan.attention_kernel)}};
                      }()},
                     {"comm_compute_slowdown", c.device.comm_compute_slowdown},
                     {"hbm_bandwidth_Bps", c.device.hbm_bandwidth.value()},

@@ -88,6 +88,19 @@ TEST(KernelModel, TritonAttentionRunsAtItsOwnRatesOrBorrowsFlashAttention2s) {
   EXPECT_NE(std::string(lent.borrowed).find("Triton"), std::string::npos);
   EXPECT_EQ(device(100, 1).attention_rates(core::AttentionKernel::kTriton).forward, 0.5);
   EXPECT_EQ(std::string(device(100, 1).attention_rates(core::AttentionKernel::kFlash2).borrowed), "the GEMM ceiling");
+  // The rates name their source: the family's own, the lender's where borrowed, else the device's.
+  t.efficiency_source = "device fit";
+  t.triton_attention_source = "triton fit";
+  EXPECT_EQ(t.attention_source(core::AttentionKernel::kFlash2), "triton fit");
+  EXPECT_EQ(t.attention_source(core::AttentionKernel::kTriton), "triton fit");
+  d.efficiency_source = "device fit";
+  d.triton_attention_source = "triton fit";
+  d.triton_attention_efficiency = 0.0;
+  EXPECT_EQ(d.attention_source(core::AttentionKernel::kTriton), "device fit");
+  EXPECT_EQ(d.attention_source(core::AttentionKernel::kFlash2), "device fit");
+  core::DeviceSpec bare = device(100, 1);
+  bare.efficiency_source = "device fit";
+  EXPECT_EQ(bare.attention_source(core::AttentionKernel::kTriton), "device fit");
   // A plan's kernel reaches the layer times: the H100's Triton kernels are slower than its FlashAttention-2.
   const core::DeviceSpec& h100 = topology::find_cluster_preset("dgx-h100")->device;
   core::ModelSpec m = *core::find_model_preset("llama3-8b");
