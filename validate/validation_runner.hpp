@@ -35,7 +35,7 @@ struct ClaimResult {
   double error = 0.0;      ///< ratio: signed relative error
   std::vector<std::string> measured_order;   ///< order: as published
   std::vector<std::string> predicted_order;  ///< order: as predicted
-  bool holds = false;  ///< order: as published; ratio: within 25% and on the published side of 1
+  bool holds = false;  ///< order: as published; ratio: within 25%, and half to twice a published effect of 10% or more
   std::string refused;
   std::string cite;
 };
@@ -75,6 +75,10 @@ std::optional<double> predict_metric(const scenario::Scenario& s, Metric metric,
 
 /** @brief Evaluates every row of `sets` on `engine` with `threads` workers (0: one per
  *  core); results are in set and row order whatever the thread count. */
+/** @brief Whether a ratio claim measured at `measured` holds for a predicted `predicted`: within 25%, and where the
+ *  published ratio is an effect of 10% or more either way, showing half to twice that effect by log ratio. */
+bool ratio_claim_holds(double measured, double predicted);
+
 ValidationReport run_validation(const std::vector<ValidationSet>& sets, engine::EngineKind engine, int threads = 0);
 
 /** @brief How far a set's predictions of one kind of run were off, as iteration-time errors: a throughput

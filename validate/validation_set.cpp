@@ -18,7 +18,7 @@ namespace {
 using scenario::ConfigNode;
 
 constexpr std::array<std::string_view, static_cast<std::size_t>(Metric::kCount)> kMetricKeys = {
-    "iteration_time", "mfu", "hfu", "tflops_per_gpu", "hw_tflops_per_gpu", "tokens_per_gpu_s",
+    "iteration_time", "mfu", "hfu", "tflops_per_gpu", "hw_tflops_per_gpu", "tokens_per_gpu_s", "samples_per_s",
     "forward_time", "backward_time", "step_time", "memory", "fits"};
 
 std::optional<Metric> find_metric(const std::string& key) {

@@ -15,7 +15,7 @@
 //     - {id: ..., ratio: [row-a, row-b], metric: mfu, measured: 11.8, cite: ...}
 //     - {id: ..., order: [row-a, row-b, ...], metric: mfu, cite: ...}      # best first
 //
-// Metrics: iteration_time, mfu, hfu, tflops_per_gpu, hw_tflops_per_gpu, tokens_per_gpu_s, forward_time,
+// Metrics: iteration_time, mfu, hfu, tflops_per_gpu, hw_tflops_per_gpu, tokens_per_gpu_s, samples_per_s, forward_time,
 // backward_time, step_time (phase spans of one iteration), memory (peak bytes per device) and fits (a run that
 // did or did not fit in memory). A row without measurements serves claims only.
 #include <optional>
@@ -34,6 +34,7 @@ enum class Metric {
   kTflopsPerGpu,
   kHwTflopsPerGpu,
   kTokensPerGpuPerS,
+  kSamplesPerS,  ///< the whole job's samples (sequences) per second
   kForwardTime,
   kBackwardTime,
   kStepTime,

@@ -80,8 +80,9 @@ TEST(Validate, EveryShippedSetRunsAndNoRowThatRanIsRefused) {
   }
 }
 
-// What the seed papers say, next to what the model predicts. A claim either holds (a ratio within 25% and on the
-// published side of 1; an ordering as published) or is a known miss, pinned at the model's current figure: the
+// What the seed papers say, next to what the model predicts. A claim either holds (a ratio within 25% that, where
+// the paper reports an effect of 10% or more, shows half to twice that effect; an ordering as published) or is a
+// known miss, pinned at the model's current figure: the
 // next model changes must move these deliberately (and move them to "holds").
 TEST(Validate, PaperClaims) {
   struct Expect {
@@ -98,8 +99,9 @@ TEST(Validate, PaperClaims) {
       {"zero3-13b-8-to-1024", {false, 0.468}},
       // MiCS runs as DeepSpeed's ZeRO-3 (its optimizer's step and host work): 0.98-1.00x before; 1.01-1.09x with
       // AMSP's plans on InternEvo's fused model code.
-      // 1.10x (7B, inside the band), 1.10x, 1.02x with MiCS's replica all-reduce tensor by tensor.
-      {"amsp-over-mics-7b", {true, 0}},
+      // 1.10x (7B, inside the band), 1.10x, 1.02x with MiCS's replica all-reduce tensor by tensor. The 7B's 1.10x
+      // is a quarter of the published 1.46x's effect: a miss once claims must show half of a published effect.
+      {"amsp-over-mics-7b", {false, 1.104}},
       {"amsp-over-mics-13b", {false, 1.101}},
       {"amsp-over-mics-30b", {false, 1.022}},
       {"amsp-over-zeropp-13b", {false, 1.821}},
@@ -125,18 +127,22 @@ TEST(Validate, PaperClaims) {
       // V100's 80 SMs, are slower)
       // 0.977x / 0.945x since the V100's GEMM ceiling is the DGX-2 fit (0.967x / 0.923x at the 0.70 guess).
       // 1.002x / 0.999x once only messages of 1 MB or more across nodes are compressed (MVAPICH2-GDR's inter-node
-      // path): the tensor-parallel pairs inside a node no longer pay the codec. Naive "holds" by the band's rule
-      // (within 25%, on the published side of 1) with 0.2% of the measured 22.5%: the baseline here is compute-bound.
-      {"lassen-naive-over-baseline", {true, 0}},
+      // path): the tensor-parallel pairs inside a node no longer pay the codec. Naive "held" by the band's rule
+      // (within 25%, on the published side of 1) with 0.2% of the measured 22.5%: a miss by the effect rule. The
+      // baseline here is compute-bound. The same for samples per second (+23.6% / +12.7% published).
+      {"lassen-naive-over-baseline", {false, 1.002}},
       {"lassen-hybrid-over-baseline", {false, 0.999}},
+      {"lassen-naive-samples-over-baseline", {false, 1.002}},
+      {"lassen-hybrid-samples-over-baseline", {false, 0.999}},
       // ZeRO++ (DeepSpeed's blog, 384 V100s): ZeRO++ / ZeRO-3 from 100 to 400 Gb/s per node. Within the band once a
       // process group's collectives run one at a time (ZeRO-3's gathers and reductions share one NCCL stream); the
-      // 1K-token runs at 400 Gb/s are still far slower than predicted, ZeRO-3 too little slower at 100 Gb/s.
+      // 1K-token runs at 400 Gb/s are still far slower than predicted, ZeRO-3 too little slower at 100 Gb/s. At
+      // 400 Gb/s the predicted gain is a third to a half of the published one (1.18x for 1.40x, 1.09x for 1.32x).
       {"zeropp-over-zero3-ib1-1k", {true, 0}},
       {"zeropp-over-zero3-ib1-2k", {true, 0}},
       {"zeropp-over-zero3-ib2-2k", {true, 0}},
-      {"zeropp-over-zero3-ib4-1k", {true, 0}},
-      {"zeropp-over-zero3-ib4-2k", {true, 0}},
+      {"zeropp-over-zero3-ib4-1k", {false, 1.178}},
+      {"zeropp-over-zero3-ib4-2k", {false, 1.087}},
       {"zero3-ib4-over-ib1-1k", {false, 2.527}},
   };
   const auto j = validate_json("amsp-v2 seed-ratios zeropp-v100");

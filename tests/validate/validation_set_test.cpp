@@ -195,4 +195,23 @@ TEST(ValidationReport, StepShareInPointsFromRowsWithThreePhases) {
   EXPECT_NEAR(j["step_shares"][0]["bias_points"].get<double>(), 10.0, 1e-9);
 }
 
+// A ratio claim holds within 25% of the published ratio; where the paper reports an effect of 10% or more, the
+// prediction must show half to twice that effect (by log ratio), on the same side of 1.
+TEST(ValidationClaims, RatiosMustReproduceThePublishedEffect) {
+  EXPECT_TRUE(validate::ratio_claim_holds(1.40, 1.40));
+  EXPECT_TRUE(validate::ratio_claim_holds(1.40, 1.25));   // 66% of the effect, 11% off
+  EXPECT_FALSE(validate::ratio_claim_holds(1.40, 1.18));  // within 25%, a half of the effect: 49%
+  EXPECT_FALSE(validate::ratio_claim_holds(1.225, 1.002));
+  EXPECT_FALSE(validate::ratio_claim_holds(1.20, 0.95));  // the other side of 1
+  EXPECT_FALSE(validate::ratio_claim_holds(1.20, 1.48));  // more than twice the effect
+  EXPECT_TRUE(validate::ratio_claim_holds(0.74, 0.71));   // a slowdown, likewise
+  EXPECT_FALSE(validate::ratio_claim_holds(0.80, 0.97));
+  // No clear effect published (under 10%): the 25% band alone.
+  EXPECT_TRUE(validate::ratio_claim_holds(1.07, 1.00));
+  EXPECT_TRUE(validate::ratio_claim_holds(0.97, 1.05));
+  EXPECT_FALSE(validate::ratio_claim_holds(1.00, 1.30));
+  // Outside the band whatever the effect.
+  EXPECT_FALSE(validate::ratio_claim_holds(8.67, 1.82));
+}
+
 }  // namespace
