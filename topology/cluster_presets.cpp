@@ -22,7 +22,9 @@ constexpr double us = 1e-6;
 constexpr double kKernelOverheadGuess = 5.0;
 // GEMMs beside a 16-block copy kernel (NCCL's channel shape; unthrottled and held to 60-180 GB/s) on an H100: the
 // median slowdown of the 12 such rows of validate/results/NVIDIA-H100-80GB-HBM3-2026-11-23-overlap.csv (1.23-1.65;
-// 4-32 blocks: 1.14-1.82). The test DeviceFit.H100CommSlowdownIsItsMeasurement recomputes it.
+// 4-32 blocks: 1.14-1.82). The test DeviceFit.H100CommSlowdownIsItsMeasurement recomputes it. The same GEMMs beside a
+// device-to-device copy (cudaMemcpyAsync, the copy kernels' stand-in) slow 1.11-1.78x (median 1.23): the model slows
+// compute by this one factor beside either.
 constexpr double kMeasuredH100CommSlowdown = 1.367;
 
 void set_peak(core::DeviceSpec& d, Dtype t, double flops_per_s) { d.peak[static_cast<int>(t)] = FlopPerSec(flops_per_s); }

@@ -13,7 +13,21 @@ using graph::TaskKind;
 
 namespace {
 constexpr std::size_t kStreams = static_cast<std::size_t>(graph::Stream::kCount);
+
+// Sorts `v` and merges the intervals that overlap or touch.
+void merge_intervals(std::vector<std::pair<double, double>>& v) {
+  std::sort(v.begin(), v.end());
+  std::size_t k = 0;
+  for (const auto& iv : v) {
+    if (k > 0 && iv.first <= v[k - 1].second) {
+      v[k - 1].second = std::max(v[k - 1].second, iv.second);
+    } else {
+      v[k++] = iv;
+    }
+  }
+  v.resize(k);
 }
+}  // namespace
 
 AnalyticalEngine::AnalyticalEngine(const core::ClusterSpec& cluster, core::CollectiveAlgorithm algorithm)
     : cluster_(&cluster), algorithm_(algorithm) {}
@@ -74,31 +88,31 @@ void AnalyticalEngine::run(const TaskGraph& g, const EngineOptions& options, Run
   level_bytes_.resize(n);
   bottleneck_.resize(n);
   memo_.clear();
-  for (auto& b : comm_busy_) b.clear();
+  for (auto& per_role : comm_busy_) {
+    for (auto& b : per_role) b.clear();
+  }
   double finish = schedule(g);
-  // Compute slowed by the collectives beside it moves the collectives, which moves the slowdown: schedule again
-  // against the last pass's collectives until the schedule stops changing (a few passes; at most kPasses).
+  // Compute slowed by the communication beside it moves the communication, which moves the slowdown: schedule
+  // again against the last pass's until the schedule stops changing (a few passes; at most kPasses).
   if (cluster_->device.comm_compute_slowdown != 1.0) {
     constexpr int kPasses = 8;
+    // What slows the compute stream's kernels (graph::interferes_with): collectives and communication kernels;
+    // what slows communication kernels: collectives.
+    graph::Task compute_probe;
+    graph::Task kernel_probe;
+    kernel_probe.purpose = graph::Purpose::kGradReduce;
     double last_finish = finish;
     for (int pass = 1; pass < kPasses; ++pass) {
       comm_busy_.assign(roles, {});
       for (std::size_t i = 0; i < n; ++i) {
-        if (tasks[i].kind == TaskKind::kCollective && timing_[i].end_s > timing_[i].start_s) {
-          comm_busy_[tasks[i].role].emplace_back(timing_[i].start_s, timing_[i].end_s);
-        }
+        if (timing_[i].end_s <= timing_[i].start_s) continue;
+        auto& busy = comm_busy_[tasks[i].role];
+        const std::pair<double, double> span{timing_[i].start_s, timing_[i].end_s};
+        if (graph::interferes_with(tasks[i], compute_probe)) busy[0].push_back(span);
+        if (graph::interferes_with(tasks[i], kernel_probe)) busy[1].push_back(span);
       }
-      for (auto& v : comm_busy_) {  // sorted and merged: in flight if any collective is
-        std::sort(v.begin(), v.end());
-        std::size_t k = 0;
-        for (const auto& iv : v) {
-          if (k > 0 && iv.first <= v[k - 1].second) {
-            v[k - 1].second = std::max(v[k - 1].second, iv.second);
-          } else {
-            v[k++] = iv;
-          }
-        }
-        v.resize(k);
+      for (auto& per_role : comm_busy_) {
+        for (auto& v : per_role) merge_intervals(v);  // busy if any interferer runs
       }
       finish = schedule(g);
       // Converged when the iteration moves by less than a thousandth. Once the slowdown has settled (two or three
@@ -112,10 +126,11 @@ void AnalyticalEngine::run(const TaskGraph& g, const EngineOptions& options, Run
   finish_run(g, options, finish, out);
 }
 
-double AnalyticalEngine::compute_end(std::uint16_t role, double start, double work) const {
-  if (role >= comm_busy_.size() || comm_busy_[role].empty()) return start + work;
+double AnalyticalEngine::compute_end(const graph::Task& t_slowed, double start, double work) const {
+  if (t_slowed.role >= comm_busy_.size()) return start + work;
+  const auto& busy = comm_busy_[t_slowed.role][graph::is_comm_kernel(t_slowed) ? 1 : 0];
+  if (busy.empty()) return start + work;
   const double slow = cluster_->device.comm_compute_slowdown;
-  const auto& busy = comm_busy_[role];
   // The first interval that ends after `start`.
   auto it = std::upper_bound(busy.begin(), busy.end(), start,
                              [](double t, const std::pair<double, double>& iv) { return t < iv.second; });
@@ -153,7 +168,7 @@ double AnalyticalEngine::schedule(const TaskGraph& g) {
       bottleneck_[i] = static_cast<std::int8_t>(e.bottleneck_level);
     } else {
       dur = duration(g, t).value();
-      if (t.kind == TaskKind::kCompute) dur = compute_end(t.role, ready, dur) - ready;
+      if (t.kind == TaskKind::kCompute) dur = compute_end(t, ready, dur) - ready;
       level_bytes_[i] = {};
       bottleneck_[i] = -1;
     }

@@ -40,12 +40,12 @@ class AnalyticalEngine : public Engine {
                  RunResult& out);
 
  private:
-  /** @brief One list-scheduling pass; compute is slowed where the previous pass had collectives of its role in
-   *  flight (`comm_busy_`; empty: none). Returns the finish time. */
+  /** @brief One list-scheduling pass; kernels are slowed where the previous pass ran communication beside them on
+   *  their role (`comm_busy_`; empty: none). Returns the finish time. */
   double schedule(const graph::TaskGraph& g);
-  /** @brief The end of `work` seconds of compute starting at `start` on `role`, at 1/slowdown of its speed while
-   *  the role's collectives are in flight. */
-  [[nodiscard]] double compute_end(std::uint16_t role, double start, double work) const;
+  /** @brief The end of `work` seconds of `slowed` (a kernel) starting at `start`, at 1/slowdown of its speed while
+   *  what interferes with it (graph::interferes_with) runs on its role. */
+  [[nodiscard]] double compute_end(const graph::Task& slowed, double start, double work) const;
   void finish_run(const graph::TaskGraph& g, const EngineOptions& options, double finish, RunResult& out);
   void analyse_role(const graph::TaskGraph& g, std::uint16_t role, RoleBreakdown& out);
   void replay_memory(const graph::TaskGraph& g, std::uint16_t role, RoleBreakdown& out,
@@ -62,8 +62,9 @@ class AnalyticalEngine : public Engine {
     bool operator==(const MemoKey&) const = default;
   };
 
-  /// per role, the merged intervals in which collectives were in flight (the previous pass's schedule)
-  std::vector<std::vector<std::pair<double, double>>> comm_busy_;
+  /// per role, the merged intervals of the previous pass's schedule in which what slows the compute stream's kernels
+  /// ([0]: collectives and communication kernels) and what slows communication kernels ([1]: collectives) ran
+  std::vector<std::array<std::vector<std::pair<double, double>>, 2>> comm_busy_;
   const core::ClusterSpec* cluster_;
   core::CollectiveAlgorithm algorithm_;
   std::vector<TaskTiming> timing_;

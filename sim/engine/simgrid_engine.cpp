@@ -438,6 +438,7 @@ class Simulation {
     done_.assign(tasks.size(), 0);
     const std::size_t roles = std::max<std::size_t>(1, g_.roles().size());
     comm_in_flight_.assign(roles, 0);
+    kernels_in_flight_.assign(roles, 0);
     std::vector<std::vector<TaskId>> queues(roles * kStreams);
     for (TaskId i = 0; i < tasks.size(); ++i) {
       queues[tasks[i].role * kStreams + static_cast<std::size_t>(tasks[i].stream)].push_back(i);
@@ -475,6 +476,13 @@ class Simulation {
         if (slowdown_ != 1.0) net_.raise_signal(task.role);
       } else if (task.kind == TaskKind::kCopy) {
         run_network(task);
+      } else if (graph::is_comm_kernel(task)) {
+        // A communication kernel slows the compute stream's kernels while it runs (see compute()).
+        ++kernels_in_flight_[task.role];
+        if (slowdown_ != 1.0) net_.raise_signal(task.role);
+        compute(task);
+        --kernels_in_flight_[task.role];
+        if (slowdown_ != 1.0) net_.raise_signal(task.role);
       } else {
         compute(task);
       }
@@ -485,8 +493,9 @@ class Simulation {
     }
   }
 
-  // Compute progresses at 1 / slowdown of its speed while a collective of its role is in flight (the same rule
-  // as the analytical engine's), re-evaluated whenever a task starts or ends.
+  // A kernel progresses at 1 / slowdown of its speed while what interferes with it runs on its role
+  // (graph::interferes_with, the analytical engine's rule): a collective, and for the compute stream's kernels a
+  // communication kernel too; re-evaluated whenever one starts or ends.
   void compute(const Task& task) {
     double work = analytical_.duration(g_, task).value();
     if (slowdown_ == 1.0 || task.kind != TaskKind::kCompute) {
@@ -495,7 +504,8 @@ class Simulation {
     }
     while (work > 0.0) {
       const std::uint64_t seen = net_.signal_count(task.role);
-      const double rate = comm_in_flight_[task.role] > 0 ? 1.0 / slowdown_ : 1.0;
+      const bool slowed = comm_in_flight_[task.role] > 0 || (!graph::is_comm_kernel(task) && kernels_in_flight_[task.role] > 0);
+      const double rate = slowed ? 1.0 / slowdown_ : 1.0;
       const double t0 = NetSim::now();
       const double end = t0 + work / rate;
       if (end <= t0) break;  // below the clock's resolution
@@ -581,6 +591,7 @@ class Simulation {
   std::size_t finished_ = 0;
   std::function<void(std::size_t, std::size_t)> progress_;
   std::vector<int> comm_in_flight_;  ///< per role, collectives running now
+  std::vector<int> kernels_in_flight_;  ///< per role, communication kernels running now
   double slowdown_;
   std::map<PlanKey, int> index_;
   std::deque<CommPlan> plans_;  // stable references: actors hold plans while others add new ones

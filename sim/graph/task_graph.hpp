@@ -109,6 +109,21 @@ struct Task {
   std::uint32_t dep_count = 0;
 };
 
+/** @brief A device kernel that serves communication (a gather's copy out, a bucket's layout, quantisation): it
+ *  runs beside the compute stream's kernels and takes SMs and memory bandwidth from them, as collectives do. */
+[[nodiscard]] inline bool is_comm_kernel(const Task& t) {
+  return t.kind == TaskKind::kCompute && t.purpose != Purpose::kCompute;
+}
+
+/** @brief Whether `t` slows the role's work `slowed` while they run at once (DeviceSpec::comm_compute_slowdown):
+ *  collectives slow every kernel of their role; communication kernels slow the compute stream's kernels. Both
+ *  engines apply this one rule. */
+[[nodiscard]] inline bool interferes_with(const Task& t, const Task& slowed) {
+  if (slowed.kind != TaskKind::kCompute) return false;
+  if (t.kind == TaskKind::kCollective) return true;
+  return is_comm_kernel(t) && !is_comm_kernel(slowed);
+}
+
 /** @brief What compression does to one purpose's collectives, in the engine's terms. */
 struct CodecCost {
   double ratio = 1.0;                  ///< payload on the wire = payload / ratio

@@ -229,7 +229,7 @@ std::string render_table(const scenario::Scenario& s, const scenario::Evaluation
                         d.gemm_efficiency_odd_in_use())
           : std::string();
   o += fmt::format("device    GEMM ceiling {:.2f}{}, flash attention{} {:.2f}/{:.2f}{}{}, memory-bound {:.2f} (eager streams {:.2f}) of {:.0f} GB/s, {} compute "
-                   "units, {:.1f} us per kernel, compute {} beside collectives ({})\n",
+                   "units, {:.1f} us per kernel, compute {} beside communication ({})\n",
                    d.gemm_efficiency, misaligned, kernel == core::AttentionKernel::kTriton ? " (Triton)" : "",
                    att.forward, att.backward, attention_schedule, attention_guess, d.memory_efficiency,
                    d.stream_efficiency_in_use(), d.hbm_bandwidth.value() / 1e9, d.compute_units,

@@ -137,11 +137,12 @@ TEST(Validate, PaperClaims) {
       // ZeRO++ (DeepSpeed's blog, 384 V100s): ZeRO++ / ZeRO-3 from 100 to 400 Gb/s per node. Within the band once a
       // process group's collectives run one at a time (ZeRO-3's gathers and reductions share one NCCL stream); the
       // 1K-token runs at 400 Gb/s are still far slower than predicted, ZeRO-3 too little slower at 100 Gb/s. At
-      // 400 Gb/s the predicted gain is a third to a half of the published one (1.18x for 1.40x, 1.09x for 1.32x).
+      // 400 Gb/s the predicted gain is a third to a half of the published one (1.18x for 1.40x, 1.09x for 1.32x);
+      // 1.19x for 1.40x, half the effect, once compute slows beside ZeRO-3's copy and layout kernels too.
       {"zeropp-over-zero3-ib1-1k", {true, 0}},
       {"zeropp-over-zero3-ib1-2k", {true, 0}},
       {"zeropp-over-zero3-ib2-2k", {true, 0}},
-      {"zeropp-over-zero3-ib4-1k", {false, 1.178}},
+      {"zeropp-over-zero3-ib4-1k", {true, 0}},
       {"zeropp-over-zero3-ib4-2k", {false, 1.087}},
       {"zero3-ib4-over-ib1-1k", {false, 2.527}},
   };

@@ -70,6 +70,29 @@ TEST(AnalyticalEngine, ComputeSlowsWhileACollectiveRunsBesideIt) {
   EXPECT_NEAR(plain.run(f.g).iteration_time.value(), 2.0, 1e-12);
 }
 
+// A communication kernel (a gather's copy out, on the gather stream) slows the compute stream's kernels beside it as
+// a collective does, and runs at its own speed beside them; beside a collective it slows too.
+TEST(AnalyticalEngine, ComputeSlowsBesideCommunicationKernels) {
+  Fixture f;
+  f.cluster.device.comm_compute_slowdown = 1.5;
+  const auto c1 = f.g.add_compute(f.role, Phase::kForward, 1, 0, core::Flops(kOneSecond), core::Bytes(0));
+  const auto k = f.g.add_kernel(f.role, Stream::kParamGather, Purpose::kParamGatherFwd, 1, 0, core::Bytes(4e11));
+  AnalyticalEngine eng(f.cluster, core::CollectiveAlgorithm::kRing);
+  const double d = eng.duration(f.g, f.g.tasks()[k]).value();
+  ASSERT_GT(d, 0.1);
+  ASSERT_LT(d, 0.9);
+  const RunResult r = eng.run(f.g);
+  EXPECT_NEAR(r.timings[k].end_s, d, 1e-12);                       // unslowed beside compute
+  EXPECT_NEAR(r.timings[c1].end_s, d + (1.0 - d / 1.5), 1e-12);  // slowed while it runs
+  // Beside a collective the kernel slows: the same kernel after a gather on the reduction stream.
+  Fixture h;
+  h.cluster.device.comm_compute_slowdown = 1.5;
+  h.gather(Stream::kGradReduce, 2.0, Purpose::kGradReduce);
+  const auto k2 = h.g.add_kernel(h.role, Stream::kParamGather, Purpose::kParamGatherFwd, 1, 0, core::Bytes(4e11));
+  AnalyticalEngine eng2(h.cluster, core::CollectiveAlgorithm::kRing);
+  EXPECT_NEAR(eng2.run(h.g).timings[k2].end_s, 1.5 * d, 1e-9);
+}
+
 TEST(AnalyticalEngine, CommunicationOnTheCriticalPathIsExposed) {
   Fixture f;
   const auto a = f.gather(Stream::kParamGather, 0.25);

@@ -69,8 +69,9 @@ TEST(SimGridEngine, GroupsSpanningThePipelinesStagesStayOnTheCluster) {
   EXPECT_NEAR(g.run.iteration_time.value() / a.run.iteration_time.value(), 1.0, 0.02);
 }
 
-// Compute slowed beside collectives: the SimGrid engine re-evaluates a compute task's progress when a collective
-// of its rank starts or ends; the analytical engine iterates its schedule to the same fixed point.
+// Compute slowed beside communication: the SimGrid engine re-evaluates a kernel's progress when a collective or a
+// communication kernel (ZeRO-3's gather copies, here) of its rank starts or ends; the analytical engine iterates its
+// schedule to the same fixed point.
 TEST(SimGridEngine, SlowsComputeBesideCollectivesAsTheAnalyticalEngineDoes) {
   if (!engine::simgrid_available()) GTEST_SKIP() << "built without SimGrid";
   for (const char* cluster : {"dgx-h100", "frontier"}) {
