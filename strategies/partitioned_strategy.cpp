@@ -164,6 +164,11 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
   const bool fsdp = plan.framework == core::Framework::kFsdp;
   // DeepSpeed's ZeRO-3 optimizer runs on any number of ranks (DeepSpeedZeroOptimizer_Stage3), one included.
   const bool ds_stage3 = plan.framework == core::Framework::kDeepSpeed && (sh.params > 1 || plan.zero_stage == 3);
+  // Whether a fetch assembles the unit's parameters in fresh memory: a gather does, and FSDP2 copies a unit in and
+  // out of its all-gather buffer on one rank too; DeepSpeed's ZeRO-3 with one partition hands the parameters out as
+  // they are (deepspeed@v0.14.4 runtime/zero/partition_parameters.py _no_gather_coalesced: NoGatherHandle points
+  // param.data at its partition, no copy, no memory).
+  const bool assembles = gather || fsdp;
   const double bucket_bytes = gradient_bucket_bytes(plan, gb, true);
   // A bucket reduced into its owners' shards: reduce-scatter, or DeepSpeed ZeRO-1/2's all-reduce of the bucket.
   const CollectiveOp shard_reduce =
@@ -227,10 +232,13 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
   };
 
   // The parameter gathers of a unit of `elements` over `grp` (one per fetch), INT8 when `quantize`, issued
-  // once the compute of `wait_unit` is done (the live-parameter bound) and the host has issued them, then the
+  // once the compute of `wait_unit` is done (the live-parameter bound) and the host has issued them: first the copy
+  // of this rank's shards into the gather's input (FSDP2: all_gather_copy_in's foreach_copy; DeepSpeed: the torch.cat
+  // of its partitions into its slot of the flat buffer), a read and a write of the shard; then the gathers; then the
   // copy out of the gathered buffer into the parameters (DeepSpeed: a torch.cat per parameter after the wait;
   // FSDP2: split_with_sizes_copy), a read and a write of the unit; qwZ's dequantisation writes them itself. On
-  // one rank (FSDP's FULL_SHARD without peers) only the copy. Returns the task the compute waits on.
+  // one rank FSDP's FULL_SHARD copies in and out (its all-gather is in place) and DeepSpeed copies nothing (the
+  // task that stands for the fetch moves no bytes). Returns the task the compute waits on.
   auto gather_params = [&](double elements, int collectives, std::uint16_t grp, int shard, bool quantize, Purpose purpose,
                            int unit, int micro, std::int32_t wait_unit, const std::vector<TaskId>& computed,
                            std::optional<TaskId> issued_by) {
@@ -264,20 +272,26 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
         for (TaskId a : after) g.add_dep(*staged, a);
         if (read) g.add_dep(*staged, *read);
       }
-      const std::span<const TaskId> ready_after = staged ? std::span<const TaskId>(&*staged, 1) : after;
+      std::span<const TaskId> ready_after = staged ? std::span<const TaskId>(&*staged, 1) : after;
+      std::optional<TaskId> copied_in;
+      if (assembles) {
+        copied_in = g.add_kernel(role, gather_stream, purpose, unit, micro, core::Bytes(2.0 * full / shard));
+        for (TaskId a : ready_after) g.add_dep(*copied_in, a);
+        g.add_mem(*copied_in, false, MemKind::kGatheredParams, core::Bytes(full));
+        ready_after = std::span<const TaskId>(&*copied_in, 1);
+      }
       std::optional<TaskId> gathered;
       if (gather) {
         const GatherChain c = add_module_gathers(g, role, grp == p_group ? p_stream : gather_stream, purpose, grp,
                                                  payload, collectives, unit, micro, ready_after);
-        g.add_mem(c.first, false, MemKind::kGatheredParams, core::Bytes(full));
         gathered = c.last;
       }
-      const TaskId copy = g.add_kernel(role, gather_stream, purpose, unit, micro, core::Bytes(2.0 * full));
+      const TaskId copy =
+          g.add_kernel(role, gather_stream, purpose, unit, micro, core::Bytes(assembles ? 2.0 * full : 0.0));
       if (gathered) {
         g.add_dep(copy, *gathered);
       } else {
         for (TaskId a : ready_after) g.add_dep(copy, a);
-        g.add_mem(copy, false, MemKind::kGatheredParams, core::Bytes(full));
       }
       return copy;
     }
@@ -336,6 +350,10 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
       }
       kernel(2.0 * bytes);
       if (sliced) g.add_dep(last, *sliced);
+      // DeepSpeed divides the laid-out bucket by the world size in place before reducing it
+      // (reduce_scatter_coalesced: tensor_partition_flat_buffer.div_); FSDP2's reduce-scatter on one rank is NCCL's
+      // copy of its input to the separate output (its one-rank path), a read and a write each.
+      if (ds_stage3 || (fsdp && sh.grads == 1)) kernel(2.0 * bytes);
     }
     if (sh.grads > 1) {
       if (quant.gradients) {
@@ -469,8 +487,10 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
       if (hooked) {
         g.add_dep(f, ready);
         // What the forward keeps gathered for the backward stays counted until the backward has run.
-        g.add_mem(f, true, MemKind::kGatheredParams,
-                  core::Bytes(-c.params * pb * regathered(static_cast<std::size_t>(u))));
+        if (assembles) {
+          g.add_mem(f, true, MemKind::kGatheredParams,
+                    core::Bytes(-c.params * pb * regathered(static_cast<std::size_t>(u))));
+        }
       }
       g.add_mem(f, false, u == units - 1 ? MemKind::kLogits : MemKind::kActivations, c.act_saved);
       add_forward_transient(g, f, c);
@@ -520,7 +540,7 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
       if (must_wait) waits.add(wait_on);
       const TaskId b = add_unit_backward(g, role, tp_group, costs, plan, u, mb, waits.span());
       if (ready && c.recomputes()) g.add_dep(b, *ready);  // the backward reads the gathered parameters too
-      if (hooked) g.add_mem(b, true, MemKind::kGatheredParams, core::Bytes(-c.params * pb));
+      if (hooked && assembles) g.add_mem(b, true, MemKind::kGatheredParams, core::Bytes(-c.params * pb));
       release_unit_activations(g, costs, u, b);
       bwd_compute[static_cast<std::size_t>(u)] = b;
       add_tp(u, mb, c.tp_allreduces);

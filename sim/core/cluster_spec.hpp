@@ -182,12 +182,13 @@ struct DeviceSpec {
 /// (+-0.018) and attention's backward (+-0.030) are well determined; attention's forward, a fifth of its work, is
 /// not (+-0.24). The GEMM ceiling had been a guess of 0.70. The attention rates are those of llm-foundry's Triton
 /// kernels, which MosaicML's runs launch; the A100's FlashAttention-2 CUDA kernels borrow them [guess]. Refitted
-/// once compute slows beside communication kernels as beside collectives (graph::interferes_with): 0.728 -> 0.758,
-/// 0.87 -> 0.82, 0.566 / 0.266 -> 0.519 / 0.269.
-inline constexpr double kFittedA100GemmEfficiency = 0.7579;
-inline constexpr double kFittedA100MemoryEfficiency = 0.8196;
-inline constexpr double kFittedA100AttentionForward = 0.5192;
-inline constexpr double kFittedA100AttentionBackward = 0.2690;
+/// once compute slows beside communication kernels as beside collectives (graph::interferes_with), and again once
+/// the gathers' copies are counted as FSDP2 and DeepSpeed make them: 0.728 -> 0.757, 0.87 -> 0.816, 0.566 / 0.266 ->
+/// 0.517 / 0.269.
+inline constexpr double kFittedA100GemmEfficiency = 0.7573;
+inline constexpr double kFittedA100MemoryEfficiency = 0.8155;
+inline constexpr double kFittedA100AttentionForward = 0.5170;
+inline constexpr double kFittedA100AttentionBackward = 0.2694;
 
 /// The H100's rates for llm-foundry's Triton FlashAttention (flash-attn's Triton port, attn_impl triton: Triton
 /// kernels with no Hopper-specific instructions, unlike the FlashAttention-2 CUDA kernels its preset measures):
@@ -226,9 +227,10 @@ inline constexpr double kMeasuredTensorHookS = 0.0917e-3;
 /// the release (deepspeed@v0.14.0 runtime/zero/parameter_offload.py, partitioned_param_coordinator.py). Fitted on
 /// the h100-deepspeed-fit set (DeepSpeed 0.14.4 ZeRO-3 steps on one H100, validate/ds_steps.py) together with the
 /// host's page faults (kFittedPageFaultS) and ZeRO's step() (kFittedZeroStepS; the test
-/// HostHooks.ModuleHookAndPageFaultAreTheFitOfTheDeepSpeedSteps refits the three), 310 us +- 55 (refitted once
-/// ZeRO-1/2/3 on one rank fill reduce_bucket_size buckets, not DDP's: 311 us before); other hosts [guess].
-inline constexpr double kFittedModuleHookS = 0.3103e-3;
+/// HostHooks.ModuleHookAndPageFaultAreTheFitOfTheDeepSpeedSteps refits the three), 307 us +- 55 (refitted once
+/// ZeRO-1/2/3 on one rank fill reduce_bucket_size buckets, not DDP's: 311 us before; 310 us until ZeRO-3 on one
+/// partition stopped copying parameters it does not gather); other hosts [guess].
+inline constexpr double kFittedModuleHookS = 0.3072e-3;
 /// DeepSpeed ZeRO's host time in step() beside its kernels: the overflow and clipping checks that read the
 /// gradient norm back to the host (a synchronisation: unscale_and_clip_grads' `clip > 1`), the loops over the
 /// parameter groups and their flat partitions, the timers (deepspeed@v0.14.0 runtime/zero/stage_1_and_2.py and
@@ -250,7 +252,7 @@ inline constexpr double kMeasuredBlockBackwardS = 2.1835e-3;
 /// the test HostHooks.MegatronBlocksAreTheFitToVtrainSingle). The forward is Hugging Face's measured time: fitting
 /// it too leaves it where it starts.
 inline constexpr double kFittedMegatronBlockForwardS = kMeasuredBlockForwardS;  // not fitted: see above
-inline constexpr double kFittedMegatronBlockBackwardS = 0.9795e-3;
+inline constexpr double kFittedMegatronBlockBackwardS = 0.9732e-3;
 /// DeepSpeed ZeRO-3's host time per rank of the group and per parameter tensor in its per-rank Python loops: the
 /// layout of every gradient bucket before its reduce-scatter (deepspeed@v0.14.0 runtime/comm/coalesced_collectives.py,
 /// reduce_scatter_coalesced: a slice per rank of each gradient, interleaved rank by rank, concatenated). Measured by
@@ -277,7 +279,7 @@ inline constexpr double kMeasuredGatherSplitS = 6.330e-6;
 /// costs; the H100 host, a virtual machine, pays 6x that (kFittedPageFaultS). Refitted (0.4741, 0.598 us before) once
 /// ZeRO-3 on one rank fills reduce_bucket_size buckets, as DeepSpeed does, not DDP's 25 MB ones.
 inline constexpr double kFittedHostMemoryEfficiency = 0.4746;
-inline constexpr double kFittedPolarisPageFaultS = 0.6219e-6;
+inline constexpr double kFittedPolarisPageFaultS = 0.6185e-6;
 /// Pageable copies (from or to memory the driver has not pinned) are staged through a pinned buffer, the host
 /// copying each byte once more: the host's staging rate per direction, from an H100 host's pinned and pageable
 /// 1 GiB copies (validate/results/NVIDIA-H100-80GB-HBM3-2026-11-23.yaml: device-to-host 87.4 ms pageable, 19.5 ms
@@ -302,7 +304,7 @@ inline constexpr double kHostPageBytes = 4096.0;
 /// HostHooks.ModuleHookAndPageFaultAreTheFitOfTheDeepSpeedSteps refits them). 3.7 us +- 0.7 per 4 KiB page (3.6
 /// before ZeRO on one rank filled DeepSpeed's reduce buckets): a
 /// virtual machine's fault goes through its hypervisor's nested page tables.
-inline constexpr double kFittedPageFaultS = 3.664e-6;
+inline constexpr double kFittedPageFaultS = 3.659e-6;
 
 struct HostSpec {
   Bytes memory;

@@ -81,7 +81,10 @@ TEST(SimGridEngine, SlowsComputeBesideCollectivesAsTheAnalyticalEngineDoes) {
     sa.engine = engine::EngineKind::kAnalytical;
     const double ta = scenario::evaluate(sa).run.iteration_time.value();
     const double tg = on_simgrid(s, topology::TopologyKind::kIdeal).run.iteration_time.value();
-    EXPECT_NEAR(tg / ta, 1.0, 0.005) << cluster << ": analytical " << ta << " s, simgrid " << tg << " s";
+    // The analytical engine schedules each pass against the previous pass's communication and stops at a fixed
+    // point that can differ from the event-driven schedule where slowed work moves what runs beside it: 0.4% here
+    // with collectives alone, 0.8% with ZeRO-3's copy kernels too (at twice the H100's measured slowdown).
+    EXPECT_NEAR(tg / ta, 1.0, 0.01) << cluster << ": analytical " << ta << " s, simgrid " << tg << " s";
     sa.cluster.device.comm_compute_slowdown = 1.0;
     EXPECT_LT(scenario::evaluate(sa).run.iteration_time.value(), ta) << cluster;
   }

@@ -383,14 +383,17 @@ TEST(ZeroStages, DeepSpeedSlicesGradientsPerRankAndKeepsSmallTensorsGathered) {
   const int tensors = 1 + 4 * 9 + 2;
   for (int devices : {8, 64}) {
     Lowered z3(3, 1, devices);
-    // Each reduce-scatter's layout kernel waits for the host's slicing of its bucket.
+    // Each reduce-scatter's layout kernel (before the in-place division, the kernel the collective waits for) waits
+    // for the host's slicing of its bucket.
     double sliced = 0.0;
     int reductions = 0;
     for (TaskId id = 0; id < z3.g.size(); ++id) {
       const auto& task = z3.g.tasks()[id];
       if (task.kind != TaskKind::kCollective || task.purpose != Purpose::kGradReduce) continue;
       ++reductions;
-      const TaskId layout = z3.g.deps(id)[0];
+      const TaskId divide = z3.g.deps(id)[0];
+      ASSERT_EQ(z3.g.tasks()[divide].kind, TaskKind::kCompute) << z3.g.label(divide);
+      const TaskId layout = z3.g.deps(divide)[0];
       int on_host = 0;
       for (TaskId d : z3.g.deps(layout)) {
         if (z3.g.tasks()[d].purpose != Purpose::kFramework) continue;
