@@ -71,10 +71,10 @@ void add_groups(RunFit& f, const std::vector<const Observation*>& obs, const std
 void fit_log_ratio(RunFit& f, const std::function<std::vector<std::optional<double>>(const std::vector<double>&)>& predict,
                    const std::vector<double>& measured, double difference_step = 0.0);
 
-/// The Jacobian's difference step of a fit to training runs, a fraction of each parameter's range. The analytical
-/// engine finds compute slowed beside collectives by passes that stop once the iteration moves by less than a
-/// thousandth; which pass stops changes with the parameters, so a run's predicted time jumps by up to ~0.3% under a
-/// change of a millionth in a device efficiency. A step of 1% of the range reads the slope across those jumps.
+/// The Jacobian's difference step of a fit to training runs, a fraction of each parameter's range. A run's predicted
+/// time jumps where a GEMM gains or loses a wave, a library switches protocol or a task moves past another (until the
+/// analytical engine ran slowed compute as events it also jumped by up to ~0.3% where the passes that found the
+/// slowdown stopped). A step of 1% of the range reads the slope across those jumps.
 inline constexpr double kScheduleDifferenceStep = 1e-2;
 
 /** @brief Fits `names` on the fit observations (residual: log(predicted / measured), so that 2x too slow and 2x

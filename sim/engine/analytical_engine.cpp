@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <queue>
 
 #include "sim/core/errors.hpp"
 
@@ -14,19 +16,7 @@ using graph::TaskKind;
 namespace {
 constexpr std::size_t kStreams = static_cast<std::size_t>(graph::Stream::kCount);
 
-// Sorts `v` and merges the intervals that overlap or touch.
-void merge_intervals(std::vector<std::pair<double, double>>& v) {
-  std::sort(v.begin(), v.end());
-  std::size_t k = 0;
-  for (const auto& iv : v) {
-    if (k > 0 && iv.first <= v[k - 1].second) {
-      v[k - 1].second = std::max(v[k - 1].second, iv.second);
-    } else {
-      v[k++] = iv;
-    }
-  }
-  v.resize(k);
-}
+constexpr std::uint32_t kNoTask = static_cast<std::uint32_t>(-1);
 }  // namespace
 
 AnalyticalEngine::AnalyticalEngine(const core::ClusterSpec& cluster, core::CollectiveAlgorithm algorithm)
@@ -81,72 +71,15 @@ RunResult AnalyticalEngine::run(const TaskGraph& g, const EngineOptions& options
 }
 
 void AnalyticalEngine::run(const TaskGraph& g, const EngineOptions& options, RunResult& out) {
-  const auto& tasks = g.tasks();
-  const std::size_t n = tasks.size();
-  const std::size_t roles = std::max<std::size_t>(1, g.roles().size());
+  const std::size_t n = g.tasks().size();
   timing_.resize(n);
   level_bytes_.resize(n);
   bottleneck_.resize(n);
   memo_.clear();
-  for (auto& per_role : comm_busy_) {
-    for (auto& b : per_role) b.clear();
-  }
-  double finish = schedule(g);
-  // Compute slowed by the communication beside it moves the communication, which moves the slowdown: schedule
-  // again against the last pass's until the schedule stops changing (a few passes; at most kPasses).
-  if (cluster_->device.comm_compute_slowdown != 1.0) {
-    constexpr int kPasses = 8;
-    // What slows the compute stream's kernels (graph::interferes_with): collectives and communication kernels;
-    // what slows communication kernels: collectives.
-    graph::Task compute_probe;
-    graph::Task kernel_probe;
-    kernel_probe.purpose = graph::Purpose::kGradReduce;
-    double last_finish = finish;
-    for (int pass = 1; pass < kPasses; ++pass) {
-      comm_busy_.assign(roles, {});
-      for (std::size_t i = 0; i < n; ++i) {
-        if (timing_[i].end_s <= timing_[i].start_s) continue;
-        auto& busy = comm_busy_[tasks[i].role];
-        const std::pair<double, double> span{timing_[i].start_s, timing_[i].end_s};
-        if (graph::interferes_with(tasks[i], compute_probe)) busy[0].push_back(span);
-        if (graph::interferes_with(tasks[i], kernel_probe)) busy[1].push_back(span);
-      }
-      for (auto& per_role : comm_busy_) {
-        for (auto& v : per_role) merge_intervals(v);  // busy if any interferer runs
-      }
-      finish = schedule(g);
-      // Converged when the iteration moves by less than a thousandth. Once the slowdown has settled (two or three
-      // passes) the iteration still moves by a few hundredths of a percent from pass to pass, one way then the
-      // other, as collectives cross task boundaries: no pass is closer to the truth than that, and waiting for
-      // a tighter bound only ran every slowed plan the full kPasses.
-      if (std::fabs(finish - last_finish) <= 1e-3 * finish) break;
-      last_finish = finish;
-    }
-  }
+  // Without a slowdown every task's time is fixed: one list-scheduling pass in insertion order. With one, compute
+  // slowed by the communication beside it moves that communication, so the schedule runs as events in time order.
+  const double finish = cluster_->device.comm_compute_slowdown != 1.0 ? schedule_events(g) : schedule(g);
   finish_run(g, options, finish, out);
-}
-
-double AnalyticalEngine::compute_end(const graph::Task& t_slowed, double start, double work) const {
-  if (t_slowed.role >= comm_busy_.size()) return start + work;
-  const auto& busy = comm_busy_[t_slowed.role][graph::is_comm_kernel(t_slowed) ? 1 : 0];
-  if (busy.empty()) return start + work;
-  const double slow = cluster_->device.comm_compute_slowdown;
-  // The first interval that ends after `start`.
-  auto it = std::upper_bound(busy.begin(), busy.end(), start,
-                             [](double t, const std::pair<double, double>& iv) { return t < iv.second; });
-  double t = start;
-  for (; it != busy.end(); ++it) {
-    if (it->first > t) {  // at full speed until the next collective starts
-      if (work <= it->first - t) return t + work;
-      work -= it->first - t;
-      t = it->first;
-    }
-    const double span = (it->second - t) / slow;  // work done while it is in flight
-    if (work <= span) return t + work * slow;
-    work -= span;
-    t = it->second;
-  }
-  return t + work;
 }
 
 double AnalyticalEngine::schedule(const TaskGraph& g) {
@@ -168,7 +101,6 @@ double AnalyticalEngine::schedule(const TaskGraph& g) {
       bottleneck_[i] = static_cast<std::int8_t>(e.bottleneck_level);
     } else {
       dur = duration(g, t).value();
-      if (t.kind == TaskKind::kCompute) dur = compute_end(t, ready, dur) - ready;
       level_bytes_[i] = {};
       bottleneck_[i] = -1;
     }
@@ -176,6 +108,144 @@ double AnalyticalEngine::schedule(const TaskGraph& g) {
     free_at = ready + dur;
     finish = std::max(finish, ready + dur);
   }
+  return finish;
+}
+
+double AnalyticalEngine::schedule_events(const TaskGraph& g) {
+  // The same schedule as schedule() (a task starts once its stream's previous task and its dependencies are done),
+  // run as events in time order, because a kernel's speed depends on what runs beside it on its role
+  // (graph::interferes_with): the compute stream's kernels run at 1/slowdown while a collective or a communication
+  // kernel of their role runs, communication kernels while a collective does. The SimGrid engine applies the same
+  // rule to the same graph; on an ideal network the two agree.
+  const auto& tasks = g.tasks();
+  const std::size_t n = tasks.size();
+  const std::size_t roles = std::max<std::size_t>(1, g.roles().size());
+  const double slow = cluster_->device.comm_compute_slowdown;
+
+  // Who waits for each task (CSR), and how many tasks each still waits for.
+  ev_waiting_.assign(n, 0);
+  ev_dependents_begin_.assign(n + 1, 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto deps = g.deps(static_cast<graph::TaskId>(i));
+    ev_waiting_[i] = static_cast<std::uint32_t>(deps.size());
+    for (graph::TaskId d : deps) ++ev_dependents_begin_[d + 1];
+  }
+  for (std::size_t i = 0; i < n; ++i) ev_dependents_begin_[i + 1] += ev_dependents_begin_[i];
+  ev_dependents_.resize(ev_dependents_begin_[n]);
+  {
+    std::vector<std::uint32_t> next(ev_dependents_begin_.begin(), ev_dependents_begin_.end() - 1);
+    for (std::size_t i = 0; i < n; ++i) {
+      for (graph::TaskId d : g.deps(static_cast<graph::TaskId>(i))) ev_dependents_[next[d]++] = static_cast<std::uint32_t>(i);
+    }
+  }
+  // Each (role, stream) queue in insertion order: a task waits for the one before it on its queue (+1 counted).
+  const std::size_t queues = roles * kStreams;
+  ev_queue_next_.assign(n, kNoTask);
+  std::vector<std::uint32_t> last(queues, kNoTask);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t q = tasks[i].role * kStreams + static_cast<std::size_t>(tasks[i].stream);
+    if (last[q] != kNoTask) {
+      ev_queue_next_[last[q]] = static_cast<std::uint32_t>(i);
+      ++ev_waiting_[i];
+    }
+    last[q] = static_cast<std::uint32_t>(i);
+  }
+
+  // Running kernels per role (their work left, as of `ev_since_`), and the interferers running on each role.
+  ev_left_.assign(n, 0.0);
+  ev_since_.assign(n, 0.0);
+  ev_version_.assign(n, 0);
+  ev_running_.assign(roles, {});
+  std::vector<int> collectives(roles, 0), comm_kernels(roles, 0);
+  auto slowed = [&](const Task& t) {
+    if (t.kind != TaskKind::kCompute) return false;
+    return collectives[t.role] > 0 || (!graph::is_comm_kernel(t) && comm_kernels[t.role] > 0);
+  };
+  struct Event {
+    double time;
+    std::uint32_t task;
+    std::uint32_t version;
+    bool operator>(const Event& o) const { return time != o.time ? time > o.time : task > o.task; }
+  };
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> events;
+  auto reschedule = [&](std::uint32_t k, double now) {
+    const double rate = slowed(tasks[k]) ? 1.0 / slow : 1.0;
+    events.push(Event{now + ev_left_[k] / rate, k, ++ev_version_[k]});
+  };
+  // The kernels running on `role` have run at their rates until `now`; their rates may change now.
+  auto settle = [&](std::uint16_t role, double now) {
+    for (std::uint32_t k : ev_running_[role]) {
+      const double rate = slowed(tasks[k]) ? 1.0 / slow : 1.0;
+      ev_left_[k] = std::max(0.0, ev_left_[k] - (now - ev_since_[k]) * rate);
+      ev_since_[k] = now;
+    }
+  };
+  auto rerate = [&](std::uint16_t role, double now) {
+    for (std::uint32_t k : ev_running_[role]) reschedule(k, now);
+  };
+  auto start = [&](std::uint32_t i, double now) {
+    const Task& t = tasks[i];
+    timing_[i].start_s = now;
+    double dur = 0.0;
+    if (t.kind == TaskKind::kCollective) {
+      const CollectiveEstimate& e = memo_collective(g, t);
+      dur = e.time.value();
+      level_bytes_[i] = e.bytes_by_level;
+      bottleneck_[i] = static_cast<std::int8_t>(e.bottleneck_level);
+    } else {
+      dur = duration(g, t).value();
+      level_bytes_[i] = {};
+      bottleneck_[i] = -1;
+    }
+    const bool interferes = t.kind == TaskKind::kCollective || graph::is_comm_kernel(t);
+    if (interferes) settle(t.role, now);
+    if (t.kind == TaskKind::kCollective) ++collectives[t.role];
+    if (graph::is_comm_kernel(t)) ++comm_kernels[t.role];
+    if (t.kind == TaskKind::kCompute) {
+      ev_left_[i] = dur;
+      ev_since_[i] = now;
+      ev_running_[t.role].push_back(i);
+    }
+    if (interferes) rerate(t.role, now);  // the new task too, where it is a kernel
+    if (t.kind == TaskKind::kCompute) {
+      if (!interferes) reschedule(i, now);
+    } else {
+      events.push(Event{now + dur, i, ++ev_version_[i]});  // a collective, copy or host work: its fixed time
+    }
+  };
+  auto release = [&](std::uint32_t i, double now) {
+    if (--ev_waiting_[i] == 0) start(i, now);
+  };
+
+  for (std::size_t i = 0; i < n; ++i) {
+    if (ev_waiting_[i] == 0) start(static_cast<std::uint32_t>(i), 0.0);
+  }
+  double finish = 0.0;
+  std::size_t done = 0;
+  while (!events.empty()) {
+    const Event e = events.top();
+    events.pop();
+    if (e.version != ev_version_[e.task]) continue;  // superseded by a change of rate
+    const std::uint32_t i = e.task;
+    const Task& t = tasks[i];
+    const double now = e.time;
+    timing_[i].end_s = now;
+    finish = std::max(finish, now);
+    ++done;
+    ev_version_[i] = 0;
+    const bool interferes = t.kind == TaskKind::kCollective || graph::is_comm_kernel(t);
+    if (interferes) settle(t.role, now);
+    if (t.kind == TaskKind::kCompute) {
+      auto& running = ev_running_[t.role];
+      running.erase(std::find(running.begin(), running.end(), i));
+    }
+    if (t.kind == TaskKind::kCollective) --collectives[t.role];
+    if (graph::is_comm_kernel(t)) --comm_kernels[t.role];
+    if (interferes) rerate(t.role, now);
+    if (ev_queue_next_[i] != kNoTask) release(ev_queue_next_[i], now);
+    for (std::uint32_t k = ev_dependents_begin_[i]; k < ev_dependents_begin_[i + 1]; ++k) release(ev_dependents_[k], now);
+  }
+  SHARDSIM_ASSERT(done == n, "every task of the graph runs (its dependencies come before it)");
   return finish;
 }
 

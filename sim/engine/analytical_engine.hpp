@@ -1,8 +1,9 @@
 #pragma once
-// AnalyticalEngine: runs a TaskGraph with closed-form task durations and list scheduling over the streams
-// (each (role, stream) is an in-order queue, like a GPU stream; a task starts when its stream is free and
-// its dependencies have finished). No network contention: that is the SimGrid engine's job. Fast enough to
-// sit inside plan search (tens of thousands of evaluations per second).
+// AnalyticalEngine: runs a TaskGraph with closed-form task durations over the streams (each (role, stream) is an
+// in-order queue, like a GPU stream; a task starts when its stream is free and its dependencies have finished):
+// one list-scheduling pass in insertion order, or, where the device's kernels slow beside communication, the same
+// schedule as events in time order. No network contention: that is the SimGrid engine's job. Fast enough to sit
+// inside plan search (thousands to tens of thousands of evaluations per second).
 #include <array>
 #include <vector>
 
@@ -40,12 +41,12 @@ class AnalyticalEngine : public Engine {
                  RunResult& out);
 
  private:
-  /** @brief One list-scheduling pass; kernels are slowed where the previous pass ran communication beside them on
-   *  their role (`comm_busy_`; empty: none). Returns the finish time. */
+  /** @brief One list-scheduling pass in insertion order, every task at its fixed duration (no slowdown). Returns
+   *  the finish time. */
   double schedule(const graph::TaskGraph& g);
-  /** @brief The end of `work` seconds of `slowed` (a kernel) starting at `start`, at 1/slowdown of its speed while
-   *  what interferes with it (graph::interferes_with) runs on its role. */
-  [[nodiscard]] double compute_end(const graph::Task& slowed, double start, double work) const;
+  /** @brief The same schedule as events in time order, kernels slowed while what interferes with them runs on their
+   *  role (graph::interferes_with, DeviceSpec::comm_compute_slowdown). Returns the finish time. */
+  double schedule_events(const graph::TaskGraph& g);
   void finish_run(const graph::TaskGraph& g, const EngineOptions& options, double finish, RunResult& out);
   void analyse_role(const graph::TaskGraph& g, std::uint16_t role, RoleBreakdown& out);
   void replay_memory(const graph::TaskGraph& g, std::uint16_t role, RoleBreakdown& out,
@@ -62,9 +63,16 @@ class AnalyticalEngine : public Engine {
     bool operator==(const MemoKey&) const = default;
   };
 
-  /// per role, the merged intervals of the previous pass's schedule in which what slows the compute stream's kernels
-  /// ([0]: collectives and communication kernels) and what slows communication kernels ([1]: collectives) ran
-  std::vector<std::array<std::vector<std::pair<double, double>>, 2>> comm_busy_;
+  // schedule_events' state, kept to reuse its capacity: per task, what it still waits for, who waits for it (CSR), the
+  // next task on its stream, a kernel's work left as of `ev_since_`, its event's version; per role, running kernels
+  std::vector<std::uint32_t> ev_waiting_;
+  std::vector<std::uint32_t> ev_dependents_begin_;
+  std::vector<std::uint32_t> ev_dependents_;
+  std::vector<std::uint32_t> ev_queue_next_;
+  std::vector<double> ev_left_;
+  std::vector<double> ev_since_;
+  std::vector<std::uint32_t> ev_version_;
+  std::vector<std::vector<std::uint32_t>> ev_running_;
   const core::ClusterSpec* cluster_;
   core::CollectiveAlgorithm algorithm_;
   std::vector<TaskTiming> timing_;
