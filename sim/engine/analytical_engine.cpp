@@ -82,6 +82,19 @@ void AnalyticalEngine::run(const TaskGraph& g, const EngineOptions& options, Run
   finish_run(g, options, finish, out);
 }
 
+double AnalyticalEngine::price(const TaskGraph& g, std::size_t i) {
+  const Task& t = g.tasks()[i];
+  if (t.kind == TaskKind::kCollective) {
+    const CollectiveEstimate& e = memo_collective(g, t);
+    level_bytes_[i] = e.bytes_by_level;
+    bottleneck_[i] = static_cast<std::int8_t>(e.bottleneck_level);
+    return e.time.value();
+  }
+  level_bytes_[i] = {};
+  bottleneck_[i] = -1;
+  return duration(g, t).value();
+}
+
 double AnalyticalEngine::schedule(const TaskGraph& g) {
   const auto& tasks = g.tasks();
   const std::size_t n = tasks.size();
@@ -93,17 +106,7 @@ double AnalyticalEngine::schedule(const TaskGraph& g) {
     double& free_at = stream_free_[t.role * kStreams + static_cast<std::size_t>(t.stream)];
     double ready = free_at;
     for (graph::TaskId d : g.deps(static_cast<graph::TaskId>(i))) ready = std::max(ready, timing_[d].end_s);
-    double dur = 0.0;
-    if (t.kind == TaskKind::kCollective) {
-      const CollectiveEstimate& e = memo_collective(g, t);
-      dur = e.time.value();
-      level_bytes_[i] = e.bytes_by_level;
-      bottleneck_[i] = static_cast<std::int8_t>(e.bottleneck_level);
-    } else {
-      dur = duration(g, t).value();
-      level_bytes_[i] = {};
-      bottleneck_[i] = -1;
-    }
+    const double dur = price(g, i);
     timing_[i] = TaskTiming{ready, ready + dur};
     free_at = ready + dur;
     finish = std::max(finish, ready + dur);
@@ -186,17 +189,7 @@ double AnalyticalEngine::schedule_events(const TaskGraph& g) {
   auto start = [&](std::uint32_t i, double now) {
     const Task& t = tasks[i];
     timing_[i].start_s = now;
-    double dur = 0.0;
-    if (t.kind == TaskKind::kCollective) {
-      const CollectiveEstimate& e = memo_collective(g, t);
-      dur = e.time.value();
-      level_bytes_[i] = e.bytes_by_level;
-      bottleneck_[i] = static_cast<std::int8_t>(e.bottleneck_level);
-    } else {
-      dur = duration(g, t).value();
-      level_bytes_[i] = {};
-      bottleneck_[i] = -1;
-    }
+    const double dur = price(g, i);
     const bool interferes = t.kind == TaskKind::kCollective || graph::is_comm_kernel(t);
     if (interferes) settle(t.role, now);
     if (t.kind == TaskKind::kCollective) ++collectives[t.role];

@@ -41,6 +41,8 @@ class AnalyticalEngine : public Engine {
                  RunResult& out);
 
  private:
+  /** @brief Task `i`'s time at full speed; records what a collective sends per level and the level that paces it. */
+  double price(const graph::TaskGraph& g, std::size_t i);
   /** @brief One list-scheduling pass in insertion order, every task at its fixed duration (no slowdown). Returns
    *  the finish time. */
   double schedule(const graph::TaskGraph& g);
