@@ -326,6 +326,9 @@ void AnalyticalEngine::analyse_role(const TaskGraph& g, std::uint16_t role, Role
     if (t.kind == TaskKind::kCompute && t.purpose == graph::Purpose::kCompute) {
       compute.push_back(static_cast<std::uint32_t>(i));
       b.compute_busy += core::Seconds(dur);
+      if (cluster_->device.comm_compute_slowdown != 1.0) {
+        b.compute_slowed += core::Seconds(std::max(0.0, dur - duration(g, t).value()));
+      }
       b.compute_by_phase[static_cast<std::size_t>(t.phase)] += core::Seconds(dur);
     } else {
       comm_by_stream[static_cast<std::size_t>(t.stream)].push_back(static_cast<std::uint32_t>(i));

@@ -25,6 +25,9 @@ struct RoleBreakdown {
   std::string role;
   core::Seconds finish;
   core::Seconds compute_busy;   ///< time the compute stream spent computing
+  /// of compute_busy, what communication running beside it added (DeviceSpec::comm_compute_slowdown): the compute
+  /// stream's time over what its kernels take alone
+  core::Seconds compute_slowed;
   core::Seconds comm_busy;      ///< time at least one collective or copy was in progress
   core::Seconds exposed_comm;   ///< communication time with no compute running beside it
   core::Seconds host_busy;      ///< summed host-CPU work (framework hooks, CPU Adam)

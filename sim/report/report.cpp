@@ -312,6 +312,11 @@ std::string render_table(const scenario::Scenario& s, const scenario::Evaluation
       if (v <= 0.0) continue;
       o += fmt::format("    {:<24}{:>12}{:>9}\n", graph::phase_name(static_cast<graph::Phase>(i)), sec(v), pct(v, t));
     }
+    if (r.compute_slowed.value() > 0.0) {
+      // Not a part of its own: the phases above include it.
+      o += fmt::format("    {:<24}{:>12}{:>9}\n", "(slowed beside comm.)", sec(r.compute_slowed.value()),
+                       pct(r.compute_slowed.value(), t));
+    }
     o += fmt::format("  {:<26}{:>12}{:>9}\n", "exposed communication", sec(r.exposed_comm.value()),
                      pct(r.exposed_comm.value(), t));
     constexpr auto kHooks = static_cast<std::size_t>(graph::Purpose::kFramework);
@@ -491,6 +496,7 @@ nlohmann::ordered_json roles_json(const scenario::Scenario& s, const scenario::E
                      {"finish_s", r.finish.value()},
                      {"compute_s", r.compute_busy.value()},
                      {"compute_by_phase_s", phases},
+                     {"compute_slowed_s", r.compute_slowed.value()},
                      {"comm_busy_s", r.comm_busy.value()},
                      {"exposed_comm_s", r.exposed_comm.value()},
                      {"hidden_comm_s", r.hidden_comm().value()},

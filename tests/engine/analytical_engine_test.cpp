@@ -84,6 +84,8 @@ TEST(AnalyticalEngine, ComputeSlowsBesideCommunicationKernels) {
   const RunResult r = eng.run(f.g);
   EXPECT_NEAR(r.timings[k].end_s, d, 1e-12);                       // unslowed beside compute
   EXPECT_NEAR(r.timings[c1].end_s, d + (1.0 - d / 1.5), 1e-12);  // slowed while it runs
+  // The breakdown says what the slowdown added to compute.
+  EXPECT_NEAR(r.roles[0].compute_slowed.value(), r.timings[c1].end_s - 1.0, 1e-12);
   // Beside a collective the kernel slows: the same kernel after a gather on the reduction stream.
   Fixture h;
   h.cluster.device.comm_compute_slowdown = 1.5;
