@@ -155,7 +155,7 @@ struct DeviceSpec {
   /// compute runs this many times slower while communication runs on the same device: a collective's kernels (NCCL
   /// / RCCL channels occupy SMs / CUs that a GEMM's waves then wait for), and the memory-bound kernels that serve
   /// communication on their own streams (a gather's copy in and out, a bucket's layout, quantisation), which take
-  /// SMs and HBM bandwidth alike (graph::interferes_with); 1: unaffected
+  /// SMs and HBM bandwidth alike (graph::runs_slowed); 1: unaffected
   double comm_compute_slowdown = 1.0;
   int compute_units = 0;           ///< SMs / CUs that a GEMM's tiles are spread over; 0: unknown (no quantisation)
   Seconds kernel_overhead;         ///< per kernel: launch, framework and tail time that no work hides
@@ -182,7 +182,7 @@ struct DeviceSpec {
 /// (+-0.018) and attention's backward (+-0.030) are well determined; attention's forward, a fifth of its work, is
 /// not (+-0.24). The GEMM ceiling had been a guess of 0.70. The attention rates are those of llm-foundry's Triton
 /// kernels, which MosaicML's runs launch; the A100's FlashAttention-2 CUDA kernels borrow them [guess]. Refitted
-/// once compute slows beside communication kernels as beside collectives (graph::interferes_with), and again once
+/// once compute slows beside communication kernels as beside collectives (graph::runs_slowed), and again once
 /// the gathers' copies are counted as FSDP2 and DeepSpeed make them, and once the analytical engine runs slowed
 /// compute as events (exactly, not to a fixed point): 0.728 -> 0.764, 0.87 -> 0.811, 0.566 / 0.266 -> 0.519 / 0.268.
 inline constexpr double kFittedA100GemmEfficiency = 0.7636;

@@ -117,7 +117,7 @@ double AnalyticalEngine::schedule(const TaskGraph& g) {
 double AnalyticalEngine::schedule_events(const TaskGraph& g) {
   // The same schedule as schedule() (a task starts once its stream's previous task and its dependencies are done),
   // run as events in time order, because a kernel's speed depends on what runs beside it on its role
-  // (graph::interferes_with): the compute stream's kernels run at 1/slowdown while a collective or a communication
+  // (graph::runs_slowed): the compute stream's kernels run at 1/slowdown while a collective or a communication
   // kernel of their role runs, communication kernels while a collective does. The SimGrid engine applies the same
   // rule to the same graph; on an ideal network the two agree.
   const auto& tasks = g.tasks();
@@ -160,10 +160,7 @@ double AnalyticalEngine::schedule_events(const TaskGraph& g) {
   ev_version_.assign(n, 0);
   ev_running_.assign(roles, {});
   std::vector<int> collectives(roles, 0), comm_kernels(roles, 0);
-  auto slowed = [&](const Task& t) {
-    if (t.kind != TaskKind::kCompute) return false;
-    return collectives[t.role] > 0 || (!graph::is_comm_kernel(t) && comm_kernels[t.role] > 0);
-  };
+  auto slowed = [&](const Task& t) { return graph::runs_slowed(t, collectives[t.role], comm_kernels[t.role]); };
   struct Event {
     double time;
     std::uint32_t task;
@@ -190,7 +187,7 @@ double AnalyticalEngine::schedule_events(const TaskGraph& g) {
     const Task& t = tasks[i];
     timing_[i].start_s = now;
     const double dur = price(g, i);
-    const bool interferes = t.kind == TaskKind::kCollective || graph::is_comm_kernel(t);
+    const bool interferes = graph::interferes(t);
     if (interferes) settle(t.role, now);
     if (t.kind == TaskKind::kCollective) ++collectives[t.role];
     if (graph::is_comm_kernel(t)) ++comm_kernels[t.role];
@@ -226,7 +223,7 @@ double AnalyticalEngine::schedule_events(const TaskGraph& g) {
     finish = std::max(finish, now);
     ++done;
     ev_version_[i] = 0;
-    const bool interferes = t.kind == TaskKind::kCollective || graph::is_comm_kernel(t);
+    const bool interferes = graph::interferes(t);
     if (interferes) settle(t.role, now);
     if (t.kind == TaskKind::kCompute) {
       auto& running = ev_running_[t.role];

@@ -47,7 +47,7 @@ class AnalyticalEngine : public Engine {
    *  the finish time. */
   double schedule(const graph::TaskGraph& g);
   /** @brief The same schedule as events in time order, kernels slowed while what interferes with them runs on their
-   *  role (graph::interferes_with, DeviceSpec::comm_compute_slowdown). Returns the finish time. */
+   *  role (graph::runs_slowed, DeviceSpec::comm_compute_slowdown). Returns the finish time. */
   double schedule_events(const graph::TaskGraph& g);
   void finish_run(const graph::TaskGraph& g, const EngineOptions& options, double finish, RunResult& out);
   void analyse_role(const graph::TaskGraph& g, std::uint16_t role, RoleBreakdown& out);

@@ -494,7 +494,7 @@ class Simulation {
   }
 
   // A kernel progresses at 1 / slowdown of its speed while what interferes with it runs on its role
-  // (graph::interferes_with, the analytical engine's rule): a collective, and for the compute stream's kernels a
+  // (graph::runs_slowed, the analytical engine's rule): a collective, and for the compute stream's kernels a
   // communication kernel too; re-evaluated whenever one starts or ends.
   void compute(const Task& task) {
     double work = analytical_.duration(g_, task).value();
@@ -504,7 +504,7 @@ class Simulation {
     }
     while (work > 0.0) {
       const std::uint64_t seen = net_.signal_count(task.role);
-      const bool slowed = comm_in_flight_[task.role] > 0 || (!graph::is_comm_kernel(task) && kernels_in_flight_[task.role] > 0);
+      const bool slowed = graph::runs_slowed(task, comm_in_flight_[task.role], kernels_in_flight_[task.role]);
       const double rate = slowed ? 1.0 / slowdown_ : 1.0;
       const double t0 = NetSim::now();
       const double end = t0 + work / rate;

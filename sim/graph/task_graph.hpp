@@ -115,13 +115,15 @@ struct Task {
   return t.kind == TaskKind::kCompute && t.purpose != Purpose::kCompute;
 }
 
-/** @brief Whether `t` slows the role's work `slowed` while they run at once (DeviceSpec::comm_compute_slowdown):
- *  collectives slow every kernel of their role; communication kernels slow the compute stream's kernels. Both
- *  engines apply this one rule. */
-[[nodiscard]] inline bool interferes_with(const Task& t, const Task& slowed) {
-  if (slowed.kind != TaskKind::kCompute) return false;
-  if (t.kind == TaskKind::kCollective) return true;
-  return is_comm_kernel(t) && !is_comm_kernel(slowed);
+/** @brief Whether `t`, while it runs, slows kernels of its role (runs_slowed): a collective or a communication kernel. */
+[[nodiscard]] inline bool interferes(const Task& t) { return t.kind == TaskKind::kCollective || is_comm_kernel(t); }
+
+/** @brief Whether kernel `t` runs slowed (DeviceSpec::comm_compute_slowdown) while `collectives` collectives and
+ *  `comm_kernels` communication kernels of its role run: collectives slow every kernel, communication kernels the
+ *  compute stream's. Both engines apply this one rule. */
+[[nodiscard]] inline bool runs_slowed(const Task& t, int collectives, int comm_kernels) {
+  if (t.kind != TaskKind::kCompute) return false;
+  return collectives > 0 || (!is_comm_kernel(t) && comm_kernels > 0);
 }
 
 /** @brief What compression does to one purpose's collectives, in the engine's terms. */
