@@ -115,10 +115,7 @@ MemoryBreakdown rank_memory(const core::ModelSpec& model, const core::ClusterSpe
   }
   mb.items.push_back({"activations", core::Bytes(activations), activation_note});
 
-  // DeepSpeed's ZeRO-3 with one partition hands its parameters out as they are: nothing is gathered into new memory
-  // (deepspeed@v0.14.4 partition_parameters.py NoGatherHandle); FSDP2 copies a unit out on one rank too.
-  const bool gathers_into_memory = sh.params > 1 || plan.framework == core::Framework::kFsdp;
-  if (assembles_units(plan) && gathers_into_memory) {
+  if (assembles_units(plan) && assembles_into_new_memory(plan)) {
     const int live = zero3_live_units(costs, model, plan);
     mb.items.push_back({"gathered parameters", core::Bytes(live * largest * pb),
                         fmt::format("{} units live (current + prefetch)", live)});

@@ -112,6 +112,12 @@ ModelCosts compute_model_costs(const core::ModelSpec& model, const core::PlanSpe
  *  parameters, or FSDP's FULL_SHARD, which wraps and hooks its units on one rank too. */
 bool assembles_units(const core::PlanSpec& plan);
 
+/** @brief Whether an assembled unit's parameters land in fresh memory (copied into a gather's buffer and out of it):
+ *  where they are sharded, and FSDP's FULL_SHARD on one rank too; DeepSpeed's ZeRO-3 with one partition hands its
+ *  parameters out as they are (deepspeed@v0.14.4 runtime/zero/partition_parameters.py _no_gather_coalesced:
+ *  NoGatherHandle points param.data at its partition, no copy, no memory). */
+bool assembles_into_new_memory(const core::PlanSpec& plan);
+
 /** @brief Bytes of memory traffic for one Adam step on `params` parameters (read master, moments, gradient;
  *  write master, moments, working parameter). */
 core::Bytes optimizer_step_bytes(const core::ModelSpec& model, double params);

@@ -164,11 +164,8 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
   const bool fsdp = plan.framework == core::Framework::kFsdp;
   // DeepSpeed's ZeRO-3 optimizer runs on any number of ranks (DeepSpeedZeroOptimizer_Stage3), one included.
   const bool ds_stage3 = plan.framework == core::Framework::kDeepSpeed && (sh.params > 1 || plan.zero_stage == 3);
-  // Whether a fetch assembles the unit's parameters in fresh memory: a gather does, and FSDP2 copies a unit in and
-  // out of its all-gather buffer on one rank too; DeepSpeed's ZeRO-3 with one partition hands the parameters out as
-  // they are (deepspeed@v0.14.4 runtime/zero/partition_parameters.py _no_gather_coalesced: NoGatherHandle points
-  // param.data at its partition, no copy, no memory).
-  const bool assembles = gather || fsdp;
+  // Whether a fetch copies the unit's parameters into fresh memory (not DeepSpeed's ZeRO-3 with one partition).
+  const bool assembles = assembles_into_new_memory(plan);
   const double bucket_bytes = gradient_bucket_bytes(plan, gb, true);
   // A bucket reduced into its owners' shards: reduce-scatter, or DeepSpeed ZeRO-1/2's all-reduce of the bucket.
   const CollectiveOp shard_reduce =

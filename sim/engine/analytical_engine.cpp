@@ -160,7 +160,10 @@ double AnalyticalEngine::schedule_events(const TaskGraph& g) {
   ev_version_.assign(n, 0);
   ev_running_.assign(roles, {});
   std::vector<int> collectives(roles, 0), comm_kernels(roles, 0);
-  auto slowed = [&](const Task& t) { return graph::runs_slowed(t, collectives[t.role], comm_kernels[t.role]); };
+  // A kernel's speed now, as a fraction of its speed alone.
+  auto rate = [&](const Task& t) {
+    return graph::runs_slowed(t, collectives[t.role], comm_kernels[t.role]) ? 1.0 / slow : 1.0;
+  };
   struct Event {
     double time;
     std::uint32_t task;
@@ -169,14 +172,12 @@ double AnalyticalEngine::schedule_events(const TaskGraph& g) {
   };
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events;
   auto reschedule = [&](std::uint32_t k, double now) {
-    const double rate = slowed(tasks[k]) ? 1.0 / slow : 1.0;
-    events.push(Event{now + ev_left_[k] / rate, k, ++ev_version_[k]});
+    events.push(Event{now + ev_left_[k] / rate(tasks[k]), k, ++ev_version_[k]});
   };
   // The kernels running on `role` have run at their rates until `now`; their rates may change now.
   auto settle = [&](std::uint16_t role, double now) {
     for (std::uint32_t k : ev_running_[role]) {
-      const double rate = slowed(tasks[k]) ? 1.0 / slow : 1.0;
-      ev_left_[k] = std::max(0.0, ev_left_[k] - (now - ev_since_[k]) * rate);
+      ev_left_[k] = std::max(0.0, ev_left_[k] - (now - ev_since_[k]) * rate(tasks[k]));
       ev_since_[k] = now;
     }
   };
@@ -222,7 +223,6 @@ double AnalyticalEngine::schedule_events(const TaskGraph& g) {
     timing_[i].end_s = now;
     finish = std::max(finish, now);
     ++done;
-    ev_version_[i] = 0;
     const bool interferes = graph::interferes(t);
     if (interferes) settle(t.role, now);
     if (t.kind == TaskKind::kCompute) {

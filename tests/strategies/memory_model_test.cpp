@@ -128,6 +128,17 @@ TEST(MemoryModel, OneRanksZeroKeepsDeepSpeedsBuckets) {
   EXPECT_EQ(buffers(2, true), 2e9);
   EXPECT_EQ(buffers(2, false), 1e9);
   EXPECT_EQ(buffers(3, std::nullopt), 1e9);
+  // DeepSpeed's ZeRO-3 with one partition gathers nothing into new memory; FSDP's FULL_SHARD copies its units out.
+  auto gathered = [&](core::Framework f) {
+    p.zero_stage = 3;
+    p.framework = f;
+    for (const auto& it : estimate_memory(m, c, p, compute_model_costs(m, p)).items) {
+      if (it.name == "gathered parameters") return it.bytes.value();
+    }
+    return 0.0;
+  };
+  EXPECT_EQ(gathered(core::Framework::kDeepSpeed), 0.0);
+  EXPECT_GT(gathered(core::Framework::kFsdp), 0.0);
 }
 
 // The loss's fp32 copy of the logits counts once, with every unit's saved activations, where it is the largest
