@@ -16,7 +16,7 @@ Prints CSV on stdout:
 hidden,ffn_hidden,heads,layers,seq_len,micro_batch,mode,units,hooked_modules,wall_ms,forward_ms,backward_ms,step_ms,torch,device
 and, after a blank line, `op,bytes,calls,cpu_us_per_call,gpu_us_per_call,torch,device`.
 
-    python3 torch_fsdp.py [--steps 20] [--warmup 5] [--check]
+    python3 torch_fsdp.py [--steps 20] [--warmup 5] [--check] [--configs HxFxNxLxSxB,...]
 """
 import argparse
 import os
@@ -118,6 +118,7 @@ def main():
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--check", action="store_true", help="the check shapes, plain and FSDP per decoder layer")
+    ap.add_argument("--configs", default="", help="HIDDENxFFNxHEADSxLAYERSxSEQxMB,... instead of the built-in shapes")
     a = ap.parse_args()
     if not torch.cuda.is_available():
         print("torch_fsdp.py: no GPU visible to PyTorch", file=sys.stderr)
@@ -129,7 +130,10 @@ def main():
     name = torch.cuda.get_device_name()
     print("hidden,ffn_hidden,heads,layers,seq_len,micro_batch,mode,units,hooked_modules,wall_ms,forward_ms,"
           "backward_ms,step_ms,torch,device", flush=True)
-    for cfg in CHECK_CONFIGS if a.check else CONFIGS:
+    configs = CHECK_CONFIGS if a.check else CONFIGS
+    if a.configs:
+        configs = [tuple(int(x) for x in c.split("x")) for c in a.configs.split(",")]
+    for cfg in configs:
         for mode in CHECK_MODES if a.check else MODES:
             try:
                 units, hooked, w, f, b, s = run(cfg, mode, a.steps, a.warmup)

@@ -228,6 +228,7 @@ ValidationReport run_validation(const std::vector<ValidationSet>& sets, engine::
         r.id = row.id;
         r.metric = m.metric;
         r.measured = m.value;
+        r.runs = m.runs;
         r.family = p.family;
         r.cite = row.cite;
         if (m.metric == Metric::kFits) {
@@ -249,11 +250,17 @@ ValidationReport run_validation(const std::vector<ValidationSet>& sets, engine::
           r.predicted = p.value[static_cast<std::size_t>(m.metric)];
           r.error = (r.predicted - r.measured) / r.measured;
           errors.push_back(r.error);
+          if (!r.runs.empty()) {
+            ++sum.repeated;
+            sum.inside_runs += inside_runs(r) ? 1 : 0;
+            sum.run_spread += run_spread(r);
+          }
         }
         report.rows.push_back(std::move(r));
       }
     }
     sum.compared = static_cast<int>(errors.size());
+    if (sum.repeated) sum.run_spread /= sum.repeated;
     for (double e : errors) {
       sum.mean_abs += std::fabs(e);
       sum.max_abs = std::max(sum.max_abs, std::fabs(e));
@@ -304,6 +311,18 @@ ValidationReport run_validation(const std::vector<ValidationSet>& sets, engine::
     report.sets.push_back(std::move(sum));
   }
   return report;
+}
+
+double run_spread(const RowResult& r) {
+  if (r.runs.empty()) return 0.0;
+  const auto [lo, hi] = std::minmax_element(r.runs.begin(), r.runs.end());
+  return (*hi - *lo) / r.measured;
+}
+
+bool inside_runs(const RowResult& r) {
+  if (r.runs.empty()) return false;
+  const auto [lo, hi] = std::minmax_element(r.runs.begin(), r.runs.end());
+  return r.predicted >= *lo && r.predicted <= *hi;
 }
 
 std::vector<ErrorBand> error_bands(const ValidationReport& r) {
@@ -430,9 +449,15 @@ std::string render_validation(const ValidationReport& r, bool rows) {
                          format_value(row.metric, row.measured), format_value(row.metric, row.predicted),
                          row.error == 0.0 ? "agrees" : "WRONG");
       } else {
-        o += fmt::format("  {:<34} {:<18} {:>14} {:>14} {:>8}\n", row.id, metric_key(row.metric),
+        std::string runs;
+        if (!row.runs.empty()) {
+          const auto [lo, hi] = std::minmax_element(row.runs.begin(), row.runs.end());
+          runs = fmt::format("  median of {} runs {}..{}{}", row.runs.size(), format_value(row.metric, *lo),
+                             format_value(row.metric, *hi), inside_runs(row) ? ", inside" : "");
+        }
+        o += fmt::format("  {:<34} {:<18} {:>14} {:>14} {:>8}{}\n", row.id, metric_key(row.metric),
                          format_value(row.metric, row.measured), format_value(row.metric, row.predicted),
-                         signed_percent(row.error));
+                         signed_percent(row.error), runs);
       }
     }
     if (!r.claims.empty()) o += "\nclaims\n";
@@ -478,6 +503,17 @@ std::string render_validation(const ValidationReport& r, bool rows) {
   }
   o += "  rows: numeric comparisons (row x metric); memory: fits/OOM verdicts that agree; claims that hold: orderings\n"
        "  as published, ratios within 25% showing half to twice a published effect of 10% or more (see --rows)\n";
+  bool repeated = false;
+  for (const auto& s : r.sets) repeated = repeated || s.repeated > 0;
+  if (repeated) {
+    o += "  repeated runs: rows measured in two or more runs, the runs' range over their median, and the\n"
+         "  predictions that fall inside that range\n";
+    for (const auto& s : r.sets) {
+      if (!s.repeated) continue;
+      o += fmt::format("    {:<20} {:>3} rows  mean range {:4.1f}%  inside {}/{}\n", s.set, s.repeated,
+                       100.0 * s.run_spread, s.inside_runs, s.repeated);
+    }
+  }
   const std::vector<StepShare> shares = step_shares(r);
   if (!shares.empty()) {
     o += "  step share: the optimizer step's part of forward + backward + step, predicted - measured in points\n";
@@ -497,12 +533,14 @@ nlohmann::ordered_json validation_to_json(const ValidationReport& r) {
     j["sets"].push_back({{"set", s.set}, {"role", s.role}, {"title", s.title}, {"compared", s.compared},
                          {"refused", s.refused}, {"mean_abs_error", s.mean_abs}, {"max_abs_error", s.max_abs},
                          {"bias", s.bias}, {"p10", s.p10}, {"p90", s.p90}, {"fits_checks", s.fits_checks},
-                         {"fits_wrong", s.fits_wrong}, {"claims", s.claims}, {"claims_refused", s.claims_refused}});
+                         {"fits_wrong", s.fits_wrong}, {"claims", s.claims}, {"claims_refused", s.claims_refused},
+                         {"repeated", s.repeated}, {"inside_runs", s.inside_runs}, {"mean_run_range", s.run_spread}});
   }
   j["rows"] = nlohmann::ordered_json::array();
   for (const auto& row : r.rows) {
     nlohmann::ordered_json x = {{"set", row.set}, {"id", row.id}, {"metric", metric_key(row.metric)},
                                 {"measured", row.measured}};
+    if (!row.runs.empty()) x["measured_runs"] = row.runs;
     if (row.refused.empty()) {
       x["predicted"] = row.predicted;
       x["error"] = row.error;

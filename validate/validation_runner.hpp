@@ -20,6 +20,7 @@ struct RowResult {
   double measured = 0.0;
   double predicted = 0.0;
   double error = 0.0;    ///< (predicted - measured) / measured; fits: 0 when the verdicts agree, 1 when not
+  std::vector<double> runs;  ///< each run where the case was measured more than once (measured is their median)
   std::string refused;   ///< why the model gives no prediction (unsupported input, does not fit although it ran)
   std::string family;    ///< what the row exercises: "<cluster> / <strategy family>" (see coverage_key)
   std::string cite;
@@ -55,7 +56,15 @@ struct SetSummary {
   double p90 = 0.0;  ///< 90th percentile of the signed error
   int claims = 0;
   int claims_refused = 0;
+  int repeated = 0;       ///< compared rows measured in two or more runs
+  int inside_runs = 0;    ///< of those, predictions within the runs' range
+  double run_spread = 0.0;  ///< mean over those of the runs' range over their median
 };
+
+/** @brief The runs' range over their median ((max - min) / median; 0 without runs). */
+double run_spread(const RowResult& r);
+/** @brief Whether the prediction lies within the range of the row's runs (false without runs). */
+bool inside_runs(const RowResult& r);
 
 struct ValidationReport {
   engine::EngineKind engine = engine::EngineKind::kAnalytical;

@@ -36,6 +36,13 @@ Metric parse_metric(const ConfigNode& n) {
   n.fail(fmt::format("a metric{}; one of {}", scenario::suggest(key, metric_keys()), scenario::join(metric_keys())));
 }
 
+// The median of runs (the mean of the middle two of an even count).
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t h = v.size() / 2;
+  return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
+}
+
 // A measured value as a set file spells it: a duration with its unit, a fraction, a number, or a boolean.
 double parse_measured_value(Metric m, const ConfigNode& v) {
   if (is_duration(m)) return v.as_duration().value();
@@ -55,7 +62,17 @@ std::vector<Measured> parse_measured(const ConfigNode& n) {
       n.fail(fmt::format("metrics as keys; '{}' is not one{}; one of {}", key, scenario::suggest(key, metric_keys()),
                          scenario::join(metric_keys())));
     }
-    out.push_back({*m, parse_measured_value(*m, v)});
+    if (v.is_sequence()) {
+      // Repeated runs of one case: compared against their median, their range reported beside the error.
+      if (*m == Metric::kFits) v.fail("one verdict (true or false), not a list");
+      Measured r{*m, 0.0, {}};
+      for (const auto& x : v.items()) r.runs.push_back(parse_measured_value(*m, x));
+      if (r.runs.size() < 2) v.fail("two or more runs in a list (or one value without brackets)");
+      r.value = median(r.runs);
+      out.push_back(std::move(r));
+      continue;
+    }
+    out.push_back({*m, parse_measured_value(*m, v), {}});
   }
   if (out.empty()) n.fail("at least one measured metric");
   return out;
@@ -211,7 +228,7 @@ void parse_table(const ConfigNode& n, const ConfigNode& base, int per_node, Vali
             v = v != 0.0 ? 1.0 : 0.0;
           }
           if (!(v > 0.0) && t.metric != Metric::kFits) csv.fail(r, c, "a positive measurement");
-          row.measured.push_back({t.metric, v});
+          row.measured.push_back({t.metric, v, {}});
           break;
         }
         case ColumnTarget::Kind::kKey: {
@@ -311,9 +328,15 @@ ValidationSet parse_validation_set(const std::string& text, const std::string& f
       if (ratio) {
         if (claim.rows.size() != 2) list.fail("two row ids: [numerator, denominator]");
         claim.kind = Claim::Kind::kRatio;
-        const double m = c.get("measured").as_double();
-        if (!(m > 0.0)) c.get("measured").fail("a positive ratio");
-        claim.measured = m;
+        // One ratio, or the ratio in each of several runs (each run's two rows measured together): their median.
+        const ConfigNode mn = c.get("measured");
+        std::vector<double> runs;
+        for (const auto& x : mn.is_sequence() ? mn.items() : std::vector<ConfigNode>{mn}) {
+          runs.push_back(x.as_double());
+          if (!(runs.back() > 0.0)) x.fail("a positive ratio");
+        }
+        if (mn.is_sequence() && runs.size() < 2) mn.fail("two or more runs' ratios in a list (or one without brackets)");
+        claim.measured = median(runs);
       } else {
         if (claim.rows.size() < 2) list.fail("at least two row ids, best first");
         if (c.has("measured")) c.get("measured").fail("no measured value on an order claim (the order is the claim)");

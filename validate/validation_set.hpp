@@ -15,6 +15,10 @@
 //     - {id: ..., ratio: [row-a, row-b], metric: mfu, measured: 11.8, cite: ...}
 //     - {id: ..., order: [row-a, row-b, ...], metric: mfu, cite: ...}      # best first
 //
+// A metric measured more than once (runs of the same case on fresh machines) is a list of its runs,
+// `forward_time: [31.27ms, 38.75ms]`: the row compares against their median and reports where the prediction
+// falls against the runs' range (a check row's error means little inside its own run-to-run spread).
+//
 // Metrics: iteration_time, mfu, hfu, tflops_per_gpu, hw_tflops_per_gpu, tokens_per_gpu_s, samples_per_s, forward_time,
 // backward_time, step_time (phase spans of one iteration), memory (peak bytes per device) and fits (a run that
 // did or did not fit in memory). A row without measurements serves claims only.
@@ -51,6 +55,8 @@ bool is_duration(Metric m);
 struct Measured {
   Metric metric = Metric::kIterationTime;
   double value = 0.0;  ///< seconds for durations; fractions for mfu/hfu; TFLOP/s; tokens/s; bytes; 1/0 for fits
+  /// each run, where the source measured the case more than once (value is their median); empty otherwise
+  std::vector<double> runs;
 };
 
 struct Row {

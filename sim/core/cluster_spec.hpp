@@ -227,10 +227,12 @@ inline constexpr double kMeasuredTensorHookS = 0.0917e-3;
 /// the release (deepspeed@v0.14.0 runtime/zero/parameter_offload.py, partitioned_param_coordinator.py). Fitted on
 /// the h100-deepspeed-fit set (DeepSpeed 0.14.4 ZeRO-3 steps on one H100, validate/ds_steps.py) together with the
 /// host's page faults (kFittedPageFaultS) and ZeRO's step() (kFittedZeroStepS; the test
-/// HostHooks.ModuleHookAndPageFaultAreTheFitOfTheDeepSpeedSteps refits the three), 307 us +- 55 (refitted once
+/// HostHooks.ModuleHookAndPageFaultAreTheFitOfTheDeepSpeedSteps refits the three), 367 us (refitted once
 /// ZeRO-1/2/3 on one rank fill reduce_bucket_size buckets, not DDP's: 311 us before; 310 us until ZeRO-3 on one
-/// partition stopped copying parameters it does not gather); other hosts [guess].
-inline constexpr double kFittedModuleHookS = 0.3072e-3;
+/// partition stopped copying parameters it does not gather; 307 us until the fit set's ZeRO-3 row of hidden 4,096
+/// became the median of three runs on three machines, whose forward ranged 17-34 ms: DeepSpeed's host time varies
+/// from machine to machine by more than this fit's own uncertainty); other hosts [guess].
+inline constexpr double kFittedModuleHookS = 0.3671e-3;
 /// DeepSpeed ZeRO's host time in step() beside its kernels: the overflow and clipping checks that read the
 /// gradient norm back to the host (a synchronisation: unscale_and_clip_grads' `clip > 1`), the loops over the
 /// parameter groups and their flat partitions, the timers (deepspeed@v0.14.0 runtime/zero/stage_1_and_2.py and
@@ -238,7 +240,7 @@ inline constexpr double kFittedModuleHookS = 0.3072e-3;
 /// (h100-deepspeed-fit: 3.2 ms + 25 ms per billion parameters, 70 bytes each); fitted there with
 /// kFittedModuleHookS and kFittedPageFaultS (the test HostHooks.ModuleHookAndPageFaultAreTheFitOfTheDeepSpeedSteps
 /// refits the three); other hosts [guess].
-inline constexpr double kFittedZeroStepS = 3.964e-3;
+inline constexpr double kFittedZeroStepS = 3.989e-3;
 /// Eager PyTorch's host time to run one transformer block, forward and backward (the Python modules, autograd,
 /// the kernel launches), measured on the same host: plain Hugging Face LLaMA steps with 8, 16 and 32 blocks of
 /// hidden 256 (too small for the GPU to set the pace), the least-squares slope of the forward and backward spans
@@ -301,10 +303,10 @@ inline constexpr double kHostPageBytes = 4096.0;
 /// whose matrices stay under 32 MiB, lost only its embedding's and head's share), the steps with the parameters
 /// offloaded too held out: `shardsim calibrate --set h100-deepspeed-fit h100-deepspeed-steps --fit
 /// host.module_hook,host.page_fault` (21.9% -> 18.0% mean error fitted, 18.1% -> 14.7% held out; the test
-/// HostHooks.ModuleHookAndPageFaultAreTheFitOfTheDeepSpeedSteps refits them). 3.7 us +- 0.7 per 4 KiB page (3.6
-/// before ZeRO on one rank filled DeepSpeed's reduce buckets): a
+/// HostHooks.ModuleHookAndPageFaultAreTheFitOfTheDeepSpeedSteps refits them). 3.6 us +- 0.7 per 4 KiB page (3.6
+/// before ZeRO on one rank filled DeepSpeed's reduce buckets; 3.66 before the fit set's repeated runs): a
 /// virtual machine's fault goes through its hypervisor's nested page tables.
-inline constexpr double kFittedPageFaultS = 3.659e-6;
+inline constexpr double kFittedPageFaultS = 3.618e-6;
 
 struct HostSpec {
   Bytes memory;

@@ -162,6 +162,51 @@ TEST(ValidationSet, StructuralErrorsAreTheFilesErrors) {
   EXPECT_NE(message("role: fit", "role: fit").find("t.csv:2:1: ms: a number (got 'fast')"), std::string::npos);
 }
 
+// A metric measured in several runs is their median (the mean of the middle two of an even count); the report
+// says where the prediction falls against the runs' range; a claim's ratio from several runs is their median too.
+TEST(ValidationSet, RepeatedRunsCompareAgainstTheirMedianAndReportTheRange) {
+  TempDir d;
+  std::ofstream(d.path / "t.csv") << "gpus,h,ms\n8,2048,1500\n";
+  std::string text = kSet;
+  auto swap = [&](const std::string& from, const std::string& to) { text.replace(text.find(from), from.size(), to); };
+  swap("measured: {iteration_time: 10s}", "measured: {iteration_time: [12s, 8s, 9s]}");
+  swap("measured: 1.0, cite", "measured: [1.0, 2.0], cite");
+  const auto set = validate::parse_validation_set(text, (d.path / "s.yaml").string());
+  ASSERT_EQ(set.rows[0].measured[0].runs.size(), 3u);
+  EXPECT_DOUBLE_EQ(set.rows[0].measured[0].value, 9.0);
+  EXPECT_DOUBLE_EQ(set.claims[0].measured, 1.5);
+  const auto report = validate::run_validation({set}, engine::EngineKind::kAnalytical, 1);
+  const auto& first = report.rows[0];
+  EXPECT_DOUBLE_EQ(first.error, (first.predicted - 9.0) / 9.0);
+  EXPECT_DOUBLE_EQ(validate::run_spread(first), 4.0 / 9.0);
+  EXPECT_EQ(validate::inside_runs(first), first.predicted >= 8.0 && first.predicted <= 12.0);
+  EXPECT_EQ(report.sets[0].repeated, 1);
+  EXPECT_EQ(report.sets[0].inside_runs, validate::inside_runs(first) ? 1 : 0);
+  EXPECT_NE(validate::render_validation(report, true).find("median of 3 runs 8.000 s..12.000 s"), std::string::npos)
+      << validate::render_validation(report, true);
+  EXPECT_NE(validate::render_validation(report, false).find("repeated runs"), std::string::npos);
+  EXPECT_EQ(validate::validation_to_json(report)["rows"][0]["measured_runs"].size(), 3u);
+  // A row without runs has neither.
+  EXPECT_FALSE(validate::inside_runs(report.rows[1]));
+  EXPECT_DOUBLE_EQ(validate::run_spread(report.rows[1]), 0.0);
+
+  // One run in brackets, a list of verdicts, a run without its unit: the file's errors.
+  auto message = [&](const std::string& from, const std::string& to) {
+    std::string t = text;
+    t.replace(t.find(from), from.size(), to);
+    try {
+      (void)validate::parse_validation_set(t, (d.path / "s.yaml").string());
+    } catch (const core::ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message("[12s, 8s, 9s]", "[12s]").find("two or more runs"), std::string::npos);
+  EXPECT_NE(message("[12s, 8s, 9s]", "[12s, 8]").find("unit"), std::string::npos);
+  EXPECT_NE(message("[1.0, 2.0]", "[1.0]").find("two or more runs"), std::string::npos);
+  EXPECT_NE(message("[1.0, 2.0]", "[1.0, -2.0]").find("a positive ratio"), std::string::npos);
+}
+
 // The step's share of forward + backward + step, from rows that give all three phases: measured 2 / (1 + 1 + 2) =
 // 50%, predicted 3 / (1 + 1 + 3) = 60%: +10 points; a row missing a phase (or refused) does not count.
 TEST(ValidationReport, StepShareInPointsFromRowsWithThreePhases) {
