@@ -17,6 +17,8 @@
 
 namespace shardsim::report {
 namespace {
+// Exposed host work, as a share of the iteration, from which a role counts as host-bound in the report.
+constexpr double kHostBoundShare = 0.15;
 
 using engine::kPhases;
 using engine::kPurposes;
@@ -333,6 +335,12 @@ std::string render_table(const scenario::Scenario& s, const scenario::Evaluation
         if (v <= 0.0) continue;
         o += fmt::format("    {:<24}{:>12}{:>9}\n", graph::purpose_name(static_cast<graph::Purpose>(i)), sec(v), pct(v, t));
       }
+    }
+    if (r.exposed_host.value() >= kHostBoundShare * t) {
+      // The host times are one measured machine's; hosts of one kind of machine ran the same host-bound steps up to
+      // 1.7x apart (validate/results/NVIDIA-H200-2026-11-26-fsdp-check-repeat.csv, ...-H100-...-2026-11-26-*.csv).
+      o += fmt::format("    host-bound: the least certain part of this prediction (hosts of one machine kind ran such\n"
+                       "    steps up to 1.7x apart; `calibrate` fits host.* to your own runs)\n");
     }
     o += fmt::format("  {:<26}{:>12}{:>9}\n", s.plan.pp > 1 ? "idle (bubble, waiting)" : "idle (waiting)",
                      sec(r.idle.value()), pct(r.idle.value(), t));

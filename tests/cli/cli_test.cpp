@@ -179,6 +179,30 @@ TEST(Cli, HostLinkActivityByPhase) {
   fs::remove_all(d);
 }
 
+// A step the host sets the pace of says so (a small model with FSDP2 on one H100: Python, not the GPU, takes the
+// time); a GPU-bound one does not.
+TEST(Cli, HostBoundRolesAreFlagged) {
+  const fs::path d = temp_dir();
+  auto report = [&](const char* hidden, const char* layers) {
+    std::ofstream(d / "s.yaml") << "model: {preset: llama2-7b, hidden: " << hidden << ", heads: 8, kv_heads: 8, layers: "
+                                << layers << ", ffn_hidden: 1408, seq_len: 1024}\n"
+                                   "cluster: {preset: dgx-h100, nodes: 1, devices_per_node: 1}\n"
+                                   "plan: {zero_stage: 3, framework: fsdp, micro_batch: 1, global_batch: 1, recompute: none}\n";
+    const Outcome r = run("run '" + (d / "s.yaml").string() + "'");
+    EXPECT_EQ(r.code, 0) << r.out;
+    return r.out;
+  };
+  const std::string small = report("512", "24");
+  EXPECT_NE(small.find("host-bound: the least certain part"), std::string::npos) << small;
+  std::ofstream(d / "s.yaml") << "model: {preset: llama2-7b, seq_len: 4096}\n"
+                                 "cluster: {preset: dgx-h100, nodes: 1}\n"
+                                 "plan: {zero_stage: 3, framework: fsdp, micro_batch: 2, global_batch: 16}\n";
+  const Outcome big = run("run '" + (d / "s.yaml").string() + "'");
+  ASSERT_EQ(big.code, 0) << big.out;
+  EXPECT_EQ(big.out.find("host-bound"), std::string::npos) << big.out;
+  fs::remove_all(d);
+}
+
 TEST(Cli, SameInputGivesByteIdenticalJson) {
   const fs::path d = temp_dir();
   const Outcome a = run("run scenarios/dgx_llama13b_stages.yaml --json '" + (d / "a.json").string() + "'");
