@@ -21,13 +21,10 @@ import time
 
 import torch
 
+from torch_timing import Gemms, median
+
 SIZES = [64 * 2**20, 256 * 2**20, 1024 * 2**20]
 GEMMS = [(8192, 8192, 8192), (8192, 11008, 4096)]
-
-
-def median(xs):
-    xs = sorted(xs)
-    return xs[len(xs) // 2]
 
 
 def cpu_name():
@@ -152,22 +149,9 @@ def main():
     c = Copies(256 * 2**20, True)
     s_gemm = torch.cuda.Stream()
     for m, n, k in GEMMS:
-        A = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
-        B = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
-        C = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
-
-        def gemms(count):
-            with torch.cuda.stream(s_gemm):
-                e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                e0.record(s_gemm)
-                for _ in range(count):
-                    torch.matmul(A, B, out=C)
-                e1.record(s_gemm)
-            return e0, e1
-
-        for _ in range(3):
-            gemms(5)
-        torch.cuda.synchronize()
+        g = Gemms(m, n, k, s_gemm)
+        g.warm_up()
+        gemms = g.launch
         alone = []
         for _ in range(a.reps):
             e0, e1 = gemms(20)
@@ -192,7 +176,7 @@ def main():
             r = copy_rates(c, h2d, d2h, reps, 1)
             torch.cuda.synchronize()
             row(f"{case}_{m}x{n}x{k}", c.nbytes, r, g_alone * 1e6, median(withs) * 1e6)
-        del A, B, C
+        del g, gemms
         torch.cuda.empty_cache()
 
     # 3. Copies beside a memory-bound loop on the host's cores, and the loop's rate beside them.

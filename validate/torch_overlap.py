@@ -14,6 +14,8 @@ import sys
 import cupy
 import torch
 
+from torch_timing import Gemms
+
 SHAPES = [(4096, 4096, 4096), (8192, 11008, 4096), (16384, 5120, 5120), (8192, 8192, 8192)]
 # (blocks, nanoseconds each thread waits after each 16-byte chunk): unthrottled channels, and channels held to a
 # link's pace (roughly 100 and 25 GB/s of HBM traffic at 16 blocks).
@@ -72,22 +74,9 @@ def main():
 
     print("m,n,k,interferer,blocks,sleep_ns,gemm_alone_us,gemm_with_us,slowdown,copy_alone_GBps,copy_with_GBps,device")
     for m, n, k in SHAPES:
-        A = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
-        B = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
-        C = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
-
-        def gemms(count):
-            with torch.cuda.stream(s_gemm):
-                a, b = events()
-                a.record(s_gemm)
-                for _ in range(count):
-                    torch.matmul(A, B, out=C)
-                b.record(s_gemm)
-            return a, b
-
-        for _ in range(3):
-            gemms(5)
-        torch.cuda.synchronize()
+        g = Gemms(m, n, k, s_gemm)
+        g.warm_up()
+        gemms = g.launch
         a, b = gemms(20)
         b.synchronize()
         alone = a.elapsed_time(b) * 1e-3 / 20
@@ -111,7 +100,7 @@ def main():
                 copy_with = 2 * copied(sleep_ns) * reps / t
                 print(f"{m},{n},{k},{kind},{blocks},{sleep_ns},{alone * 1e6:.3f},{with_copy * 1e6:.3f},{with_copy / alone:.4f},"
                       f"{copy_alone / 1e9:.1f},{copy_with / 1e9:.1f},{dev}", flush=True)
-        del A, B, C
+        del g, gemms
         torch.cuda.empty_cache()
     return 0
 

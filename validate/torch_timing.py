@@ -1,5 +1,6 @@
 """Timing of whole training steps, and the LLaMA-shaped models they time, for the measurement scripts beside this
-file (torch_step.py, torch_fsdp.py, ds_steps.py)."""
+file (torch_step.py, torch_fsdp.py, ds_steps.py); GEMMs on a stream of their own, to time beside other work
+(torch_overlap.py, torch_hostlink.py)."""
 import time
 
 import torch
@@ -51,3 +52,29 @@ def time_steps(model, opt, ids, steps, warmup):
             bwd.append(ev[1].elapsed_time(ev[2]))
             stp.append(ev[2].elapsed_time(ev[3]))
     return median(wall), median(fwd), median(bwd), median(stp)
+
+
+class Gemms:
+    """bf16 GEMMs (m x k) @ (k x n) through PyTorch (cuBLAS) on `stream`, to run beside other work."""
+
+    def __init__(self, m, n, k, stream):
+        self.A = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+        self.B = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
+        self.C = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+        self.stream = stream
+
+    def launch(self, count):
+        """Launches `count` GEMMs one after the other; returns the CUDA events recorded around them."""
+        with torch.cuda.stream(self.stream):
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record(self.stream)
+            for _ in range(count):
+                torch.matmul(self.A, self.B, out=self.C)
+            b.record(self.stream)
+        return a, b
+
+    def warm_up(self):
+        """Three batches of five, then the device idle: cuBLAS's heuristics and the clocks settled."""
+        for _ in range(3):
+            self.launch(5)
+        torch.cuda.synchronize()

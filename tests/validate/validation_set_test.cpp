@@ -70,6 +70,18 @@ const char* kSet =
     "  columns: {gpus: devices, h: [model.hidden, {key: model.ffn_hidden, scale: 3}], ms: {measured: iteration_time, unit: ms}}\n"
     "claims:\n  - {id: ratio, ratio: [two-nodes, half-node], metric: mfu, measured: 1.0, cite: c}\n";
 
+// The error a set file's text gives with `from` replaced by `to` ("no error" where it parses).
+std::string parse_error(std::string text, const std::string& from, const std::string& to,
+                        const std::filesystem::path& dir) {
+  text.replace(text.find(from), from.size(), to);
+  try {
+    (void)validate::parse_validation_set(text, (dir / "s.yaml").string());
+  } catch (const core::ConfigError& e) {
+    return std::string(e.what());
+  }
+  return std::string("no error");
+}
+
 TEST(ValidationSet, RowsFromKeysAndTable) {
   TempDir d;
   std::ofstream(d.path / "t.csv") << "gpus,h,ms\n8,2048,1500\n2,1024,800\n";
@@ -142,16 +154,7 @@ TEST(ValidationSet, RunnerMatchesEvaluateAndSummarises) {
 TEST(ValidationSet, StructuralErrorsAreTheFilesErrors) {
   TempDir d;
   std::ofstream(d.path / "t.csv") << "gpus,h,ms\n8,2048,1500\n";
-  auto message = [&](const std::string& from, const std::string& to) {
-    std::string text = kSet;
-    text.replace(text.find(from), from.size(), to);
-    try {
-      (void)validate::parse_validation_set(text, (d.path / "s.yaml").string());
-    } catch (const core::ConfigError& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
+  auto message = [&](const std::string& from, const std::string& to) { return parse_error(kSet, from, to, d.path); };
   EXPECT_NE(message("role: fit", "role: train").find("s.yaml:2:7: role:"), std::string::npos);
   EXPECT_NE(message("ratio: [two-nodes, half-node]", "ratio: [two-node, half-node]").find("did you mean 'two-nodes'"),
             std::string::npos);
@@ -190,17 +193,8 @@ TEST(ValidationSet, RepeatedRunsCompareAgainstTheirMedianAndReportTheRange) {
   EXPECT_FALSE(validate::inside_runs(report.rows[1]));
   EXPECT_DOUBLE_EQ(validate::run_spread(report.rows[1]), 0.0);
 
-  // One run in brackets, a list of verdicts, a run without its unit: the file's errors.
-  auto message = [&](const std::string& from, const std::string& to) {
-    std::string t = text;
-    t.replace(t.find(from), from.size(), to);
-    try {
-      (void)validate::parse_validation_set(t, (d.path / "s.yaml").string());
-    } catch (const core::ConfigError& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
+  // One run in brackets, a run without its unit, one ratio in brackets, a negative ratio: the file's errors.
+  auto message = [&](const std::string& from, const std::string& to) { return parse_error(text, from, to, d.path); };
   EXPECT_NE(message("[12s, 8s, 9s]", "[12s]").find("two or more runs"), std::string::npos);
   EXPECT_NE(message("[12s, 8s, 9s]", "[12s, 8]").find("unit"), std::string::npos);
   EXPECT_NE(message("[1.0, 2.0]", "[1.0]").find("two or more runs"), std::string::npos);
