@@ -58,7 +58,11 @@ std::string describe_partition(const core::PlanSpec& plan) {
   const int n = plan.dp;
   const auto& q = plan.quantization;
   if (plan.is_plain_zero()) {
-    if (s.params == 1 && s.grads == 1 && s.optimizer == 1) return "ddp";
+    if (s.params == 1 && s.grads == 1 && s.optimizer == 1) {
+      // A ZeRO stage over one data-parallel rank partitions nothing but still runs the framework's ZeRO code
+      // (its hooks, buckets and copies), which the lowering schedules: say so rather than "ddp".
+      return plan.zero_stage > 0 ? fmt::format("zero-{} (one partition)", plan.zero_stage) : "ddp";
+    }
     return fmt::format("zero-{}", s.params == n ? 3 : s.grads == n ? 2 : 1);
   }
   std::string base;

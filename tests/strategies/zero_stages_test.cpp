@@ -627,6 +627,11 @@ TEST(ZeroStages, DeepSpeedsBf16OptimizerAccumulatesAndReducesFp32AfterTheBackwar
   }
   EXPECT_EQ(describe_partition(bf16.model, bf16.plan), "bf16-optimizer");
   EXPECT_EQ(describe_partition(plain.model, plain.plan), "ddp");
+  // A ZeRO stage on one data-parallel rank partitions nothing but still runs the framework's ZeRO code.
+  core::PlanSpec one = plain.plan;
+  one.dp = 1;
+  one.zero_stage = 3;
+  EXPECT_EQ(describe_partition(plain.model, one), "zero-3 (one partition)");
 }
 
 TEST(ZeroStages, TensorParallelAddsTwoAllReducesPerBlockEachWay) {
