@@ -423,7 +423,10 @@ core::ClusterSpec make_dgx_h100() {
   c.host.memory = core::Bytes(2e12);                     // 2 TB (MLPerf system file)
   c.host.memory_bandwidth = BytesPerSec(614.0 * GBps);    // [unverified] 2 sockets x 8 ch DDR5-4800
   // PCIe Gen5 x16 (64 GB/s per direction, datasheet); pinned host-to-device copies reached 54.8 GB/s on an H100
-  // SXM (validate/results/NVIDIA-H100-80GB-HBM3-2026-11-23.yaml, the copy fit of `shardsim calibrate`).
+  // SXM (validate/results/NVIDIA-H100-80GB-HBM3-2026-11-23.yaml, the copy fit of `shardsim calibrate`); again
+  // 54-55 GB/s each way on two other machines (...-2026-11-26-hostlink.csv). Per direction: both at once, each
+  // kept 42-52 GB/s there, so the link is modelled full duplex (a loss of 6-24% per direction left out), and GEMMs
+  // beside copy-engine transfers ran unslowed (host copies do not interfere with compute, graph::interferes).
   c.host.link_bandwidth = BytesPerSec(54.81 * GBps);
   c.levels = {
       // NVLink4 through NVSwitch: 900 GB/s bidirectional per GPU = 450 GB/s per direction (MLPerf file).
