@@ -65,9 +65,12 @@ if python3 -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1
 fi
 driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n 1)
 torch_version=$(python3 -c "import torch; print(torch.__version__)" 2>/dev/null || echo none)
+# cuDNN's version decides which attention kernel an unforced scaled_dot_product_attention runs on Hopper.
+cudnn_version=$(python3 -c "import torch; print(torch.backends.cudnn.version())" 2>/dev/null || echo none)
 # shellcheck disable=SC2086
 "$here/bin/shardsim-validate" bench --max-size "${MAX_SIZE:-1GiB}" --seconds "${SECONDS_PER_POINT:-0.05}" $torch \
-  --environment "nvidia_driver=$driver" --environment "torch=$torch_version" --environment "kernel=$(uname -r)" \
+  --environment "nvidia_driver=$driver" --environment "torch=$torch_version" --environment "cudnn=$cudnn_version" \
+  --environment "kernel=$(uname -r)" \
   -o "$stem.yaml" >"$out/bench-summary.txt" 2>"$out/bench.log" || status=1
 cat "$out/bench-summary.txt"
 "$here/bin/shardsim" calibrate "$stem.yaml" -o "$stem.calibration.yaml" >"$out/calibrate.txt" 2>&1 || status=1

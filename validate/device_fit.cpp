@@ -23,6 +23,10 @@ bool aligned_gemm(const Measurement& m) { return m.m % 8 == 0 && m.n % 8 == 0 &&
 bool from_torch(const Measurement& m) { return m.name.rfind("torch_", 0) == 0; }
 // An attention measurement of the backward pass (torch_flash_bwd), else the forward.
 bool backward(const Measurement& m) { return m.name.find("bwd") != std::string::npos; }
+// FlashAttention-2's kernels (PyTorch's flash backend): the family the device's attention rates describe. The
+// harness also times cuDNN's attention (torch_cudnn_*), which PyTorch prefers on Hopper; those rows are data for a
+// family of their own, not this fit.
+bool flash2_attention(const Measurement& m) { return m.kind == "attention" && m.name.rfind("torch_flash_", 0) == 0; }
 
 double predict_gemm(const KernelModel& km, const Measurement& m) {
   return km.gemm({static_cast<double>(m.m), static_cast<double>(m.n), static_cast<double>(m.k)}).value();
@@ -126,10 +130,10 @@ DeviceFit fit_device(const Results& r, const std::string& file) {
                          rows([](const Measurement& m) { return m.kind == "gemm" && from_torch(m) && !aligned_gemm(m); }),
                          predict_gemm};
   const Group att_fwd{"FlashAttention forward (PyTorch)", true,
-                      rows([](const Measurement& m) { return m.kind == "attention" && !backward(m); }),
+                      rows([](const Measurement& m) { return flash2_attention(m) && !backward(m); }),
                       predict_attention};
   const Group att_bwd{"FlashAttention backward (PyTorch)", true,
-                      rows([](const Measurement& m) { return m.kind == "attention" && backward(m); }),
+                      rows([](const Measurement& m) { return flash2_attention(m) && backward(m); }),
                       predict_attention};
 
   // Fits `names` to `g` together (in order: each later group sees the earlier fits), from their current values.

@@ -20,6 +20,9 @@ mkdir -p "$OUT"
 # shellcheck disable=SC2086
 driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n 1)
 torch_version=$(python3 -c "import torch; print(torch.__version__)" 2>/dev/null || echo none)
+# cuDNN's version decides which attention kernel an unforced scaled_dot_product_attention runs on Hopper.
+cudnn_version=$(python3 -c "import torch; print(torch.backends.cudnn.version())" 2>/dev/null || echo none)
 "$BUILD/shardsim-validate" bench --max-size 1GiB --seconds 0.05 $torch --environment "nvidia_driver=$driver" \
-  --environment "torch=$torch_version" --environment "kernel=$(uname -r)" -o "$stem.yaml"
+  --environment "torch=$torch_version" --environment "cudnn=$cudnn_version" --environment "kernel=$(uname -r)" \
+  -o "$stem.yaml"
 "$BUILD/shardsim" calibrate "$stem.yaml" -o "$stem.calibration.yaml"

@@ -85,25 +85,34 @@ def time_gemms(cases, dev, budget):
 
 
 def time_attention(cases, dev, budget):
-    """Causal attention on PyTorch's flash backend, forward and backward (the backward alone, from saved state)."""
+    """Causal attention through scaled_dot_product_attention, forward and backward (the backward alone, from saved
+    state), on PyTorch's flash backend (FlashAttention-2's kernels: torch_flash_*) and on its cuDNN backend
+    (torch_cudnn_*), which PyTorch picks by default on Hopper and Blackwell data-centre GPUs with cuDNN 9.9 or newer
+    (aten/src/ATen/native/transformers/cuda/sdp_utils.cpp, check_prefer_cudnn_attention): what an unforced Hugging
+    Face model runs there."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
+    backends = [("flash", SDPBackend.FLASH_ATTENTION)]
+    if hasattr(SDPBackend, "CUDNN_ATTENTION"):
+        backends.append(("cudnn", SDPBackend.CUDNN_ATTENTION))
     out = []
     for b, h, s, d in cases:
-        try:
-            q, k, v = (torch.randn(b, h, s, d, device=dev, dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
-            with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
-                fwd = lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
-                t = median_time(fwd, budget)
-                o = fwd()
-                g = torch.randn_like(o)
-                tb = median_time(lambda: torch.autograd.grad(o, (q, k, v), g, retain_graph=True), budget)
-        except (RuntimeError, torch.OutOfMemoryError) as e:
-            print(f"torch_baseline.py: attention {b}x{h}x{s}x{d}: {e}", file=sys.stderr)
-            continue
-        for name, sec in (("torch_flash_fwd", t), ("torch_flash_bwd", tb)):
-            out.append(f"  - {{kind: attention, name: {name}, batch: {b}, heads: {h}, seq: {s}, head_dim: {d}, "
-                       f"seconds: {sec!r}s}}")
-        del q, k, v, o, g
+        for family, backend in backends:
+            try:
+                q, k, v = (torch.randn(b, h, s, d, device=dev, dtype=torch.bfloat16, requires_grad=True)
+                           for _ in range(3))
+                with sdpa_kernel(backend):
+                    fwd = lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+                    t = median_time(fwd, budget)
+                    o = fwd()
+                    g = torch.randn_like(o)
+                    tb = median_time(lambda: torch.autograd.grad(o, (q, k, v), g, retain_graph=True), budget)
+            except (RuntimeError, torch.OutOfMemoryError) as e:
+                print(f"torch_baseline.py: {family} attention {b}x{h}x{s}x{d}: {e}", file=sys.stderr)
+                continue
+            for name, sec in ((f"torch_{family}_fwd", t), (f"torch_{family}_bwd", tb)):
+                out.append(f"  - {{kind: attention, name: {name}, batch: {b}, heads: {h}, seq: {s}, head_dim: {d}, "
+                           f"seconds: {sec!r}s}}")
+            del q, k, v, o, g
     torch.cuda.empty_cache()
     return out
 

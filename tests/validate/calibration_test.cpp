@@ -179,6 +179,31 @@ TEST(DeviceFit, H200PresetIsTheFitOfItsMeasurements) {
   expect_preset_is_its_fit("NVIDIA-H200-2026-11-26.yaml", "dgx-h200", "NVIDIA H200");
 }
 
+// The harness times cuDNN's attention beside FlashAttention-2's (PyTorch prefers cuDNN's on Hopper); those rows are
+// another kernel family's, so the device's FlashAttention rates are the same with or without them.
+TEST(DeviceFit, CudnnAttentionRowsStayOutOfTheFlashAttentionFit) {
+  const std::string path = std::string(SHARDSIM_SOURCE_DIR) + "/validate/results/NVIDIA-H100-80GB-HBM3-2026-11-23.yaml";
+  const std::string text = scenario::read_text_file(path, "results");
+  std::string with = text;
+  std::string extra;
+  for (const char* name : {"torch_cudnn_fwd", "torch_cudnn_bwd"}) {
+    // Ten times FlashAttention's time at one shape: a fit that took them in would move.
+    extra += fmt::format("  - {{kind: attention, name: {}, batch: 1, heads: 64, seq: 2048, head_dim: 96, seconds: 0.01s}}\n",
+                         name);
+  }
+  const std::string anchor_row = "  - {kind: attention, name: torch_flash_fwd,";
+  ASSERT_NE(with.find(anchor_row), std::string::npos);
+  with.insert(with.find(anchor_row), extra);
+  DeviceFit a, b;
+  (void)calibrate(parse_results(text, path), path, &a);
+  (void)calibrate(parse_results(with, path), path, &b);
+  for (const char* name : {"device.attention_efficiency", "device.attention_backward_efficiency",
+                           "device.attention_block_cost", "device.attention_backward_block_cost"}) {
+    ASSERT_TRUE(a.parameters.count(name) && b.parameters.count(name)) << name;
+    EXPECT_DOUBLE_EQ(a.parameters.at(name).value, b.parameters.at(name).value) << name;
+  }
+}
+
 // The H200 is the H100's die with faster HBM: fitted apart, on two machines, the two GEMM ceilings agree within 1%
 // (the H100's parameters predict the H200's GEMM sweep to 5.3% mean |error|) and FlashAttention's schedules time the
 // same kernels within 5% (each fit trades its tile ceiling against its blocks' fixed cost: 0.384 and 2.1 tiles on
