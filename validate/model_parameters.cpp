@@ -31,6 +31,9 @@ std::string efficiency_source(const Scenario& s, const std::string&) { return s.
 std::string triton_attention_source(const Scenario& s, const std::string&) {
   return s.cluster.device.triton_attention_source;
 }
+std::string cudnn_attention_source(const Scenario& s, const std::string&) {
+  return s.cluster.device.attention_source(core::AttentionKernel::kCudnn);
+}
 
 std::string latency_source(const Scenario& s, const std::string& level) {
   const std::string& src = level_named(s.cluster, level).source;
@@ -106,8 +109,8 @@ void set_host_value(Scenario& s, const std::string&, double v) {
 constexpr double kMinScale = core::CollectiveLibrarySpec::kMinLatencyScale;
 constexpr double kMaxScale = core::CollectiveLibrarySpec::kMaxLatencyScale;
 
-const std::array<Kind, 40>& kinds() {
-  static const std::array<Kind, 40> kKinds = {{
+const std::array<Kind, 42>& kinds() {
+  static const std::array<Kind, 42> kKinds = {{
       {"device.gemm_efficiency", "", true, false, 0.2, 0.95, efficiency_source,
        [](const Scenario& s, const std::string&) { return s.cluster.device.gemm_efficiency; },
        [](Scenario& s, const std::string&, double v) { s.cluster.device.gemm_efficiency = v; }},
@@ -144,6 +147,20 @@ const std::array<Kind, 40>& kinds() {
          return s.cluster.device.attention_rates(core::AttentionKernel::kTriton).backward;
        },
        [](Scenario& s, const std::string&, double v) { s.cluster.device.triton_attention_backward_efficiency = v; }},
+      // cuDNN's attention over FlashAttention-2's schedule (a factor; 1 where the device has none), where a run's plan
+      // says attention_kernel: cudnn: 1.6x both ways on an H100 as published (arXiv 2407.08608).
+      {"device.cudnn_attention_speedup", "x", true, false, 0.5, 4.0, cudnn_attention_source,
+       [](const Scenario& s, const std::string&) {
+         const double v = s.cluster.device.cudnn_attention_speedup;
+         return v > 0.0 ? v : 1.0;
+       },
+       [](Scenario& s, const std::string&, double v) { s.cluster.device.cudnn_attention_speedup = v; }},
+      {"device.cudnn_attention_backward_speedup", "x", true, false, 0.5, 4.0, cudnn_attention_source,
+       [](const Scenario& s, const std::string&) {
+         const double v = s.cluster.device.cudnn_attention_backward_speedup;
+         return v > 0.0 ? v : 1.0;
+       },
+       [](Scenario& s, const std::string&, double v) { s.cluster.device.cudnn_attention_backward_speedup = v; }},
       // A FlashAttention block's fixed cost in 128 x 128 tiles, on a device timed by the schedule (attention_slots):
       // an H100's forward fits 2.1, its backward 6.8 (validate/results/); 0 to 32.
       {"device.attention_block_cost", "tiles", true, false, 0.0, 32.0, efficiency_source,

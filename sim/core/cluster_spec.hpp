@@ -45,14 +45,26 @@ inline constexpr double kH100MpcCompressBps = 124.97e9;
 inline constexpr double kH100MpcDecompressBps = 75.83e9;
 inline constexpr int kH100ComputeUnits = 132;
 
+/// cuDNN's fused attention against FlashAttention-2 on an H100 80GB SXM5, bf16, head dimension 128, at 2k and 4k
+/// tokens (Shah et al., FlashAttention-3, arXiv 2407.08608, Fig. 5 forward with the causal mask: 484 / 298 and
+/// 518 / 319 TFLOP/s; Fig. 6 backward: 465 / 291 and 499 / 310): cuDNN 9 runs both directions about 1.6x faster.
+inline constexpr double kPublishedH100CudnnAttentionSpeedup = 1.624;
+inline constexpr double kPublishedH100CudnnAttentionBackwardSpeedup = 1.604;
+
 /// Which FlashAttention kernels a run launches (the model's `plan.attention_kernel`): FlashAttention-2's CUDA
 /// kernels (Dao-AILab/flash-attn 2.x and PyTorch's scaled_dot_product_attention flash backend, which vendors them),
-/// or the Triton port (flash-attn's flash_attn_triton.py, as MosaicML's llm-foundry runs it with attn_impl triton),
-/// which on the same GPU runs at other rates.
-enum class AttentionKernel : std::uint8_t { kFlash2, kTriton };
-inline constexpr std::string_view kAttentionKernelNames[] = {"flash2", "triton"};
+/// the Triton port (flash-attn's flash_attn_triton.py, as MosaicML's llm-foundry runs it with attn_impl triton), or
+/// cuDNN's fused attention (what scaled_dot_product_attention runs when left to choose on Hopper and Blackwell
+/// data-centre GPUs with cuDNN 9.9 or newer: pytorch aten/src/ATen/native/transformers/cuda/sdp_utils.cpp,
+/// check_prefer_cudnn_attention), which on the same GPU run at other rates.
+enum class AttentionKernel : std::uint8_t { kFlash2, kTriton, kCudnn };
+inline constexpr std::string_view kAttentionKernelNames[] = {"flash2", "triton", "cudnn"};
 inline std::string_view attention_kernel_name(AttentionKernel k) {
   return kAttentionKernelNames[static_cast<std::size_t>(k)];
+}
+/// How a report names the family after "flash attention": nothing for FlashAttention-2's kernels.
+inline std::string_view attention_kernel_label(AttentionKernel k) {
+  return k == AttentionKernel::kTriton ? " (Triton)" : k == AttentionKernel::kCudnn ? " (cuDNN)" : "";
 }
 
 /// The FlashAttention rates one kernel family reaches on a device (DeviceSpec::attention_rates).
@@ -114,8 +126,26 @@ struct DeviceSpec {
   double triton_attention_efficiency = 0.0;
   double triton_attention_backward_efficiency = 0.0;
   std::string triton_attention_source = "[guess]";  ///< where the two come from
+  /// cuDNN's fused attention as FlashAttention-2's schedule (below) run this many times faster, forward and
+  /// backward; 0: not known for this device, FlashAttention-2's rates in its place (attention_rates)
+  double cudnn_attention_speedup = 0.0;
+  double cudnn_attention_backward_speedup = 0.0;
+  std::string cudnn_attention_source = "[guess]";  ///< where the two come from
   /** @brief The rates `kernel` runs at on this device, and whether they are borrowed. */
   [[nodiscard]] AttentionRates attention_rates(AttentionKernel kernel) const {
+    if (kernel == AttentionKernel::kCudnn) {
+      // FlashAttention-2's rates and schedule at cuDNN's speed-up over them, where this device has one.
+      AttentionRates r = attention_rates(AttentionKernel::kFlash2);
+      const bool known = cudnn_attention_speedup > 0.0 && cudnn_attention_backward_speedup > 0.0;
+      if (known) {
+        r.forward *= cudnn_attention_speedup;
+        r.backward *= cudnn_attention_backward_speedup;
+      } else {
+        r.guessed = true;
+        r.borrowed = "FlashAttention-2's rates for cuDNN's kernels";
+      }
+      return r;
+    }
     // Each direction from the kernel family's own rate, else the other family's on this device (borrowed), else the
     // GEMM ceiling; the schedule goes with FlashAttention-2's rates, the Triton port's are flat.
     const bool triton = kernel == AttentionKernel::kTriton;
@@ -144,8 +174,12 @@ struct DeviceSpec {
   }
   /** @brief Where the rates attention_rates(kernel) returns come from: the kernel family's own source where it has
    *  rates, the other family's where it borrows theirs, the device's efficiency source where it falls back to the
-   *  GEMM ceiling. */
+   *  GEMM ceiling; for cuDNN's kernels the source of their speed-up, else FlashAttention-2's. */
   [[nodiscard]] const std::string& attention_source(AttentionKernel kernel) const {
+    if (kernel == AttentionKernel::kCudnn) {
+      const bool known = cudnn_attention_speedup > 0.0 && cudnn_attention_backward_speedup > 0.0;
+      return known ? cudnn_attention_source : attention_source(AttentionKernel::kFlash2);
+    }
     const bool has_flash2 = attention_efficiency > 0.0 || attention_backward_efficiency > 0.0;
     const bool has_triton = triton_attention_efficiency > 0.0 || triton_attention_backward_efficiency > 0.0;
     const bool triton = kernel == AttentionKernel::kTriton;
@@ -227,12 +261,13 @@ inline constexpr double kMeasuredTensorHookS = 0.0917e-3;
 /// the release (deepspeed@v0.14.0 runtime/zero/parameter_offload.py, partitioned_param_coordinator.py). Fitted on
 /// the h100-deepspeed-fit set (DeepSpeed 0.14.4 ZeRO-3 steps on one H100, validate/ds_steps.py) together with the
 /// host's page faults (kFittedPageFaultS) and ZeRO's step() (kFittedZeroStepS; the test
-/// HostHooks.ModuleHookAndPageFaultAreTheFitOfTheDeepSpeedSteps refits the three), 367 us (refitted once
+/// HostHooks.ModuleHookAndPageFaultAreTheFitOfTheDeepSpeedSteps refits the three), 369 us (refitted once
 /// ZeRO-1/2/3 on one rank fill reduce_bucket_size buckets, not DDP's: 311 us before; 310 us until ZeRO-3 on one
 /// partition stopped copying parameters it does not gather; 307 us until the fit set's ZeRO-3 row of hidden 4,096
 /// became the median of three runs on three machines, whose forward ranged 17-34 ms: DeepSpeed's host time varies
-/// from machine to machine by more than this fit's own uncertainty); other hosts [guess].
-inline constexpr double kFittedModuleHookS = 0.3671e-3;
+/// from machine to machine by more than this fit's own uncertainty; 367 us until the set's attention ran as cuDNN's,
+/// as PyTorch picks it there); other hosts [guess].
+inline constexpr double kFittedModuleHookS = 0.3692e-3;
 /// DeepSpeed ZeRO's host time in step() beside its kernels: the overflow and clipping checks that read the
 /// gradient norm back to the host (a synchronisation: unscale_and_clip_grads' `clip > 1`), the loops over the
 /// parameter groups and their flat partitions, the timers (deepspeed@v0.14.0 runtime/zero/stage_1_and_2.py and

@@ -80,7 +80,7 @@ std::string plan_line(const scenario::Scenario& s, const scenario::Evaluation& e
                      ev.strategy, offload, core::framework_name(p.framework), p.dp, p.tp, p.pp, p.micro_batch, p.global_batch, ev.grad_accumulation,
                      ev.grad_accumulation == 1 ? "" : "es",
                      p.recompute_label(),
-                     p.overlaps_comm() ? "on" : "off", p.flash_attention ? (p.attention_kernel == core::AttentionKernel::kTriton ? "on (Triton)" : "on") : "off",
+                     p.overlaps_comm() ? "on" : "off", p.flash_attention ? fmt::format("on{}", core::attention_kernel_label(p.attention_kernel)) : "off",
                      core::algorithm_name(p.algorithm)) +
          (compression_line(p.compression).empty() ? "" : ", compressed: " + compression_line(p.compression)) +
          (p.float8.linear ? fmt::format(", float8 linears ({}{})", core::float8_recipe_name(p.float8.recipe),
@@ -211,7 +211,8 @@ std::string render_table(const scenario::Scenario& s, const scenario::Evaluation
                      lv.latency.value() * 1e6, lv.source.empty() ? std::string("[guess]") : lv.source);
   }
   const auto& d = c.device;
-  // The attention rates of the kernels this plan runs: FlashAttention-2's, or the Triton port's where the plan says.
+  // The attention rates of the kernels this plan runs: FlashAttention-2's, or the Triton port's or cuDNN's where the
+  // plan says.
   const core::AttentionKernel kernel = s.plan.attention_kernel;
   const core::AttentionRates att = d.attention_rates(kernel);
   const std::string attention_schedule =
@@ -232,7 +233,7 @@ std::string render_table(const scenario::Scenario& s, const scenario::Evaluation
           : std::string();
   o += fmt::format("device    GEMM ceiling {:.2f}{}, flash attention{} {:.2f}/{:.2f}{}{}, memory-bound {:.2f} (eager streams {:.2f}) of {:.0f} GB/s, {} compute "
                    "units, {:.1f} us per kernel, compute {} beside communication ({})\n",
-                   d.gemm_efficiency, misaligned, kernel == core::AttentionKernel::kTriton ? " (Triton)" : "",
+                   d.gemm_efficiency, misaligned, core::attention_kernel_label(kernel),
                    att.forward, att.backward, attention_schedule, attention_guess, d.memory_efficiency,
                    d.stream_efficiency_in_use(), d.hbm_bandwidth.value() / 1e9, d.compute_units,
                    d.kernel_overhead.value() * 1e6,
@@ -557,6 +558,8 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
                     {"attention_backward_block_cost", c.device.attention_backward_block_cost},
                     {"triton_attention_efficiency", c.device.triton_attention_efficiency},
                     {"triton_attention_backward_efficiency", c.device.triton_attention_backward_efficiency},
+                    {"cudnn_attention_speedup", c.device.cudnn_attention_speedup},
+                    {"cudnn_attention_backward_speedup", c.device.cudnn_attention_backward_speedup},
                     {"attention_in_use",
                      [&] {
                        const core::AttentionRates a = c.device.attention_rates(s.plan.attention_kernel);

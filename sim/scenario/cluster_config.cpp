@@ -20,8 +20,8 @@ void apply_device(const ConfigNode& n, core::DeviceSpec& d) {
   n.expect_map({"name", "peak", "hbm", "hbm_bandwidth", "gemm_efficiency", "gemm_efficiency_narrow", "gemm_efficiency_odd",
                 "memory_efficiency", "attention_efficiency",
                 "attention_backward_efficiency", "attention_slots", "attention_block_cost", "attention_backward_block_cost",
-                "triton_attention_efficiency", "triton_attention_backward_efficiency",
-                "comm_compute_slowdown", "runtime_reserved", "compute_units", "kernel_overhead", "stream_efficiency"});
+                "triton_attention_efficiency", "triton_attention_backward_efficiency", "cudnn_attention_speedup",
+                "cudnn_attention_backward_speedup", "comm_compute_slowdown", "runtime_reserved", "compute_units", "kernel_overhead", "stream_efficiency"});
   if (auto v = n.find("name")) d.name = v->as_string();
   if (auto p = n.find("peak")) {
     p->expect_map({"fp32", "fp16", "bf16", "fp8", "int8"});
@@ -43,6 +43,15 @@ void apply_device(const ConfigNode& n, core::DeviceSpec& d) {
     if (auto v = n.find(key)) {
       d.*field = v->as_fraction();
       d.triton_attention_source = n.file();
+    }
+  }
+  for (const auto& [key, field] : {std::pair{"cudnn_attention_speedup", &core::DeviceSpec::cudnn_attention_speedup},
+                                   std::pair{"cudnn_attention_backward_speedup",
+                                             &core::DeviceSpec::cudnn_attention_backward_speedup}}) {
+    if (auto v = n.find(key)) {
+      d.*field = v->as_double();
+      if (!(d.*field >= 0.1 && d.*field <= 10.0)) v->fail("expected cuDNN's speed-up over FlashAttention-2, 0.1 to 10");
+      d.cudnn_attention_source = n.file();
     }
   }
   if (auto v = n.find("attention_slots")) d.attention_slots = static_cast<int>(v->as_int(0, 64));

@@ -482,8 +482,8 @@ TEST(ScenarioPlan, ReduceScatterIsDeepSpeedsZeroKey) {
                {5, 19, "plan.reduce_scatter", "reduced otherwise"});
 }
 
-// attention_kernel picks whose FlashAttention kernels run (llm-foundry's Triton port, or FlashAttention-2's CUDA
-// kernels by default); it is written back, and it means nothing without FlashAttention.
+// attention_kernel picks whose FlashAttention kernels run (llm-foundry's Triton port, cuDNN's, or FlashAttention-2's
+// CUDA kernels by default); it is written back, and it means nothing without FlashAttention.
 TEST(ScenarioPlan, AttentionKernelChoosesFlashAttentionsKernels) {
   const std::string base = "model: llama2-7b\ncluster: {preset: dgx-h100, nodes: 1}\nplan:\n  zero_stage: 3\n";
   const auto fa2 = parse_scenarios(base + "  flash_attention: true\n", "s.yaml").at(0);
@@ -504,8 +504,27 @@ TEST(ScenarioPlan, AttentionKernelChoosesFlashAttentionsKernels) {
   EXPECT_EQ(own.cluster.device.triton_attention_source, "mine.yaml");
   EXPECT_NE(triton.cluster.device.triton_attention_source.find("mosaic-mpt-h100-long"), std::string::npos);
   expect_error(base + "  attention_kernel: triton\n", {5, 21, "plan.attention_kernel", "flash_attention"});
-  expect_error(base + "  flash_attention: true\n  attention_kernel: cudnn\n",
+  expect_error(base + "  flash_attention: true\n  attention_kernel: cuda\n",
                {6, 21, "plan.attention_kernel", "flash2"});
+  // cuDNN's kernels: the H100's FlashAttention-2 schedule at cuDNN's published speed-up, faster than both; a device
+  // given in the scenario may state its own speed-up, the file then its source; without one, FlashAttention-2's
+  // rates, borrowed.
+  const auto cudnn = parse_scenarios(base + "  flash_attention: true\n  attention_kernel: cudnn\n", "s.yaml").at(0);
+  EXPECT_EQ(cudnn.plan.attention_kernel, core::AttentionKernel::kCudnn);
+  EXPECT_LT(evaluate(cudnn).run.iteration_time.value(), evaluate(fa2).run.iteration_time.value());
+  EXPECT_FALSE(cudnn.cluster.device.attention_rates(core::AttentionKernel::kCudnn).guessed);
+  const auto mine = parse_scenarios(replace(base, "nodes: 1}", "nodes: 1, device: {cudnn_attention_speedup: 1.2, "
+                                                               "cudnn_attention_backward_speedup: 1.1}}") +
+                                        "  flash_attention: true\n  attention_kernel: cudnn\n",
+                                    "mine.yaml")
+                        .at(0);
+  EXPECT_EQ(mine.cluster.device.attention_source(core::AttentionKernel::kCudnn), "mine.yaml");
+  EXPECT_NEAR(mine.cluster.device.attention_rates(core::AttentionKernel::kCudnn).forward,
+              1.2 * mine.cluster.device.attention_rates(core::AttentionKernel::kFlash2).forward, 1e-12);
+  EXPECT_EQ(parse_scenarios(scenario_with_plan(file, cudnn.plan, cudnn.cluster, "copy"), file).at(0).plan.attention_kernel,
+            core::AttentionKernel::kCudnn);
+  expect_error(replace(base, "nodes: 1}", "nodes: 1, device: {cudnn_attention_speedup: 40}}"),
+               {2, 73, "cluster.device.cudnn_attention_speedup", "speed-up"});
 }
 
 // Megatron-DeepSpeed runs Megatron's layers under DeepSpeed's engine: model_code picks whose per-block host time the

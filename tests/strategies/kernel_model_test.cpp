@@ -48,6 +48,38 @@ TEST(KernelModel, FlashAttentionRunsAtItsOwnEfficiencyAndFewHeadsWaitOnTheLonges
   EXPECT_NEAR(flat.flash_attention(4, 2048, 128, false).value(), 4 * head / (100e12 * 0.5), 1e-12);
 }
 
+// cuDNN's attention runs FlashAttention-2's schedule at the device's cuDNN speed-up, direction by direction; a device
+// without one lends it FlashAttention-2's rates unchanged and says so. Sources follow the same rule.
+TEST(KernelModel, CudnnAttentionIsFlashAttention2sScheduleAtItsSpeedup) {
+  core::DeviceSpec d = device(100, 1);
+  d.attention_efficiency = 0.4;
+  d.attention_backward_efficiency = 0.3;
+  d.attention_slots = 2;
+  d.attention_block_cost = 2.0;
+  d.efficiency_source = "device fit";
+  const core::AttentionRates lent = d.attention_rates(core::AttentionKernel::kCudnn);
+  EXPECT_TRUE(lent.guessed);
+  EXPECT_NE(std::string(lent.borrowed).find("cuDNN"), std::string::npos);
+  EXPECT_EQ(d.attention_source(core::AttentionKernel::kCudnn), "device fit");
+  const KernelModel flash2(d, core::Dtype::kBf16), borrowed(d, core::Dtype::kBf16, core::AttentionKernel::kCudnn);
+  EXPECT_EQ(flash2.flash_attention(64, 4096, 128, false).value(), borrowed.flash_attention(64, 4096, 128, false).value());
+  d.cudnn_attention_speedup = 1.6;
+  d.cudnn_attention_backward_speedup = 1.5;
+  d.cudnn_attention_source = "paper";
+  const core::AttentionRates own = d.attention_rates(core::AttentionKernel::kCudnn);
+  EXPECT_FALSE(own.guessed);
+  EXPECT_EQ(own.slots, 2);
+  EXPECT_DOUBLE_EQ(own.forward, 0.4 * 1.6);
+  EXPECT_DOUBLE_EQ(own.backward, 0.3 * 1.5);
+  EXPECT_EQ(d.attention_source(core::AttentionKernel::kCudnn), "paper");
+  const KernelModel cudnn(d, core::Dtype::kBf16, core::AttentionKernel::kCudnn);
+  for (const bool backward : {false, true}) {
+    EXPECT_NEAR(flash2.flash_attention(64, 4096, 128, backward).value() /
+                    cudnn.flash_attention(64, 4096, 128, backward).value(),
+                backward ? 1.5 : 1.6, 1e-9);
+  }
+}
+
 // The Triton port of FlashAttention runs at its own rates on the same device, by the flat model even where
 // FlashAttention-2 is timed by its schedule; a device that has no Triton rates lends it FlashAttention-2's, and says so.
 TEST(KernelModel, TritonAttentionRunsAtItsOwnRatesOrBorrowsFlashAttention2s) {
