@@ -48,14 +48,20 @@ TEST(KernelModel, FlashAttentionRunsAtItsOwnEfficiencyAndFewHeadsWaitOnTheLonges
   EXPECT_NEAR(flat.flash_attention(4, 2048, 128, false).value(), 4 * head / (100e12 * 0.5), 1e-12);
 }
 
+// A device whose FlashAttention-2 kernels are timed by their schedule: two blocks per unit, 2 tiles of fixed cost.
+core::DeviceSpec scheduled_device(double forward, double backward) {
+  core::DeviceSpec d = device(100, 1);
+  d.attention_efficiency = forward;
+  d.attention_backward_efficiency = backward;
+  d.attention_slots = 2;
+  d.attention_block_cost = 2.0;
+  return d;
+}
+
 // cuDNN's attention runs FlashAttention-2's schedule at the device's cuDNN speed-up, direction by direction; a device
 // without one lends it FlashAttention-2's rates unchanged and says so. Sources follow the same rule.
 TEST(KernelModel, CudnnAttentionIsFlashAttention2sScheduleAtItsSpeedup) {
-  core::DeviceSpec d = device(100, 1);
-  d.attention_efficiency = 0.4;
-  d.attention_backward_efficiency = 0.3;
-  d.attention_slots = 2;
-  d.attention_block_cost = 2.0;
+  core::DeviceSpec d = scheduled_device(0.4, 0.3);
   d.efficiency_source = "device fit";
   const core::AttentionRates lent = d.attention_rates(core::AttentionKernel::kCudnn);
   EXPECT_TRUE(lent.guessed);
@@ -83,11 +89,7 @@ TEST(KernelModel, CudnnAttentionIsFlashAttention2sScheduleAtItsSpeedup) {
 // The Triton port of FlashAttention runs at its own rates on the same device, by the flat model even where
 // FlashAttention-2 is timed by its schedule; a device that has no Triton rates lends it FlashAttention-2's, and says so.
 TEST(KernelModel, TritonAttentionRunsAtItsOwnRatesOrBorrowsFlashAttention2s) {
-  core::DeviceSpec d = device(100, 1);
-  d.attention_efficiency = 0.4;
-  d.attention_backward_efficiency = 0.4;
-  d.attention_slots = 2;
-  d.attention_block_cost = 2.0;
+  core::DeviceSpec d = scheduled_device(0.4, 0.4);
   const core::AttentionRates none = d.attention_rates(core::AttentionKernel::kTriton);
   EXPECT_TRUE(none.guessed);
   EXPECT_EQ(none.slots, 2);
