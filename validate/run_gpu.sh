@@ -22,7 +22,11 @@ driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n 1
 torch_version=$(python3 -c "import torch; print(torch.__version__)" 2>/dev/null || echo none)
 # cuDNN's version decides which attention kernel an unforced scaled_dot_product_attention runs on Hopper.
 cudnn_version=$(python3 -c "import torch; print(torch.backends.cudnn.version())" 2>/dev/null || echo none)
+# The backend scaled_dot_product_attention picks when left to choose (causal bf16, head dim 128, 2,048 tokens).
+sdpa_default=$(python3 -c "import torch; q = torch.randn(1, 8, 2048, 128, device='cuda', dtype=torch.bfloat16); \
+print(torch.nn.attention.SDPBackend(torch._fused_sdp_choice(q, q, q, is_causal=True)).name)" 2>/dev/null || echo unknown)
 "$BUILD/shardsim-validate" bench --max-size 1GiB --seconds 0.05 $torch --environment "nvidia_driver=$driver" \
-  --environment "torch=$torch_version" --environment "cudnn=$cudnn_version" --environment "kernel=$(uname -r)" \
+  --environment "torch=$torch_version" --environment "cudnn=$cudnn_version" \
+  --environment "sdpa_default=$sdpa_default" --environment "kernel=$(uname -r)" \
   -o "$stem.yaml"
 "$BUILD/shardsim" calibrate "$stem.yaml" -o "$stem.calibration.yaml"
