@@ -466,6 +466,15 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
     }
   };
 
+  // DeepSpeed ZeRO-3 on one partition with its parameters on the host: a fetch copies them in on the all-gather
+  // stream (NoGatherHandle: ds_tensor.to(device, non_blocking=True)) and its wait synchronises that stream
+  // (current_stream().synchronize(), run inside stream(__allgather_stream): deepspeed@v0.14.4
+  // runtime/zero/partition_parameters.py:44-61, partitioned_param_coordinator.py:296-311): copies and hooks take
+  // turns, submodule by submodule. (On several ranks the wait is NCCL's, on the GPU; without offload the copy
+  // moves nothing.) Here unit by unit: each copy is issued when the host is done with the unit before, and the
+  // unit's hooks wait for it.
+  const bool ds_copy_sync = ds_stage3 && hooked && !gather && plan.offload.params;
+
   // DeepSpeed ZeRO-3 ends each backward by reducing the last bucket and waiting for its reduction stream
   // (deepspeed@v0.14.4 runtime/zero/stage3.py:1082-1088, independent_gradient_partition_epilogue): the host issues
   // the next micro-batch's first fetches only once the last reduction is done.
@@ -473,16 +482,19 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
   for (int mb = 0; mb < micros; ++mb) {
     for (int u = 0; u < units; ++u) {
       const UnitCost& c = costs.units[static_cast<std::size_t>(u)];
+      TaskId ready = 0;
+      auto fetch_unit = [&](std::optional<TaskId> issued_by) {
+        ready = gather_params(c.params, gathers(static_cast<std::size_t>(u), 0), p_group, sh.params, quant.weights,
+                              Purpose::kParamGatherFwd, u, mb, u - ahead - 1, fwd_compute, issued_by);
+        fwd_ready[static_cast<std::size_t>(u)] = ready;
+      };
+      // Copies and hooks taking turns: the copy once the host is done with the unit before, the hooks after it.
+      if (ds_copy_sync) fetch_unit(u > 0 ? fwd_host[static_cast<std::size_t>(u - 1)] : std::nullopt);
       const auto h = fwd_host[static_cast<std::size_t>(u)] = host_work(c, Phase::kForward, u, mb);
+      if (ds_copy_sync && h) g.add_dep(*h, ready);
       if (epilogue_sync && u == 0 && mb > 0 && h && !reduce_ends.empty()) g.add_dep(*h, reduce_ends.back());
       fetch_sync(h, fwd_ready, u, 1);
-      TaskId ready = 0;
-      if (hooked) {
-        ready = gather_params(c.params, gathers(static_cast<std::size_t>(u), 0), p_group, sh.params, quant.weights,
-                              Purpose::kParamGatherFwd, u, mb,
-                              u - ahead - 1, fwd_compute, fwd_host[static_cast<std::size_t>(std::max(0, u - ahead))]);
-        fwd_ready[static_cast<std::size_t>(u)] = ready;
-      }
+      if (hooked && !ds_copy_sync) fetch_unit(fwd_host[static_cast<std::size_t>(std::max(0, u - ahead))]);
       const TaskId f = g.add_compute(role, Phase::kForward, u, mb, c.fwd_flops, c.fwd_mem, c.fwd_time);
       if (h) g.add_dep(f, *h);
       if (hooked) {
@@ -515,7 +527,14 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
         const double again = regathered(static_cast<std::size_t>(w));
         if (again <= 0.0) continue;
         const int wait = w + ahead + 1 < units ? w + ahead + 1 : -1;
-        const auto issued_by = bwd_host[static_cast<std::size_t>(std::min(units - 1, w + ahead))];
+        // Copies and hooks taking turns (ds_copy_sync): issued once the host is done with the unit after.
+        const int by = w + ahead + (ds_copy_sync ? 1 : 0);
+        std::optional<TaskId> issued_by;
+        if (by < units) {
+          issued_by = bwd_host[static_cast<std::size_t>(by)];
+        } else if (!ds_copy_sync) {
+          issued_by = bwd_host.back();
+        }
         // hpZ: the backward gather reads the fp16 secondary copy inside the node; otherwise it repeats the
         // forward's gather (quantised when qwZ is on).
         const double elements = costs.units[static_cast<std::size_t>(w)].params * again;
@@ -529,9 +548,11 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
     };
     for (int u = units - 1; u >= 0; --u) {
       const UnitCost& c = costs.units[static_cast<std::size_t>(u)];
+      if (ds_copy_sync) issue_backward_gathers(u);  // the copies first, the hooks once this unit's has arrived
       const auto h = bwd_host[static_cast<std::size_t>(u)] = host_work(c, Phase::kBackward, u, mb);
+      if (ds_copy_sync && h && bwd_ready[static_cast<std::size_t>(u)]) g.add_dep(*h, *bwd_ready[static_cast<std::size_t>(u)]);
       fetch_sync(h, bwd_ready, u, -1);
-      issue_backward_gathers(u);
+      if (!ds_copy_sync) issue_backward_gathers(u);
       const std::optional<TaskId> ready = bwd_ready[static_cast<std::size_t>(u)];
       TaskId wait_on = 0;
       const bool must_wait = reduce_now && buckets.must_wait(wait_on);

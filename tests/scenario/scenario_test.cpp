@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
 
 #include <algorithm>
 #include <filesystem>
@@ -525,6 +526,45 @@ TEST(ScenarioPlan, AttentionKernelChoosesFlashAttentionsKernels) {
             core::AttentionKernel::kCudnn);
   expect_error(replace(base, "nodes: 1}", "nodes: 1, device: {cudnn_attention_speedup: 40}}"),
                {2, 73, "cluster.device.cudnn_attention_speedup", "speed-up"});
+}
+
+// DeepSpeed's ZeRO-3 on one rank with the parameters on the host: a unit's hooks wait for its copy (NoGatherHandle's
+// wait synchronises the stream the copy runs on) and the next copy waits for the host, so copies and hooks take turns.
+TEST(ScenarioPlan, OneRankParameterOffloadTakesTurnsWithTheHooks) {
+  const std::string base = "model: {preset: llama2-7b, layers: 4}\n"
+                           "cluster: {preset: dgx-h100, nodes: 1, devices_per_node: 1}\n"
+                           "plan: {zero_stage: 3, framework: deepspeed, micro_batch: 1, global_batch: 1, "
+                           "offload_optimizer: {device: cpu}, offload_param: {device: cpu}}\n";
+  engine::EngineOptions keep;
+  keep.keep_timings = true;
+  const auto ev = evaluate(parse_scenarios(base, "s.yaml").at(0), keep);
+  std::map<int, double> copy_start, copy_end, host_start, host_end;
+  for (std::size_t i = 0; i < ev.graph.tasks().size(); ++i) {
+    const auto& t = ev.graph.tasks()[i];
+    if (t.phase != graph::Phase::kForward || t.micro != 0) continue;
+    if (t.kind == graph::TaskKind::kCopy && t.stream == graph::Stream::kHostToDevice) {
+      copy_start[t.unit] = ev.run.timings[i].start_s;
+      copy_end[t.unit] = ev.run.timings[i].end_s;
+    }
+    if (t.kind == graph::TaskKind::kHostCompute && t.purpose == graph::Purpose::kFramework) {
+      host_start[t.unit] = ev.run.timings[i].start_s;
+      host_end[t.unit] = ev.run.timings[i].end_s;
+    }
+  }
+  ASSERT_EQ(copy_end.size(), 6u);  // the embedding, four blocks, the head
+  for (const auto& [u, end] : copy_end) {
+    if (host_start.count(u)) {
+      EXPECT_GE(host_start.at(u), end - 1e-12) << "unit " << u;
+    }
+    if (host_end.count(u - 1)) {
+      EXPECT_GE(copy_start.at(u), host_end.at(u - 1) - 1e-12) << "unit " << u;
+    }
+  }
+  // Taking turns, the forward lasts at least every copy and every unit's hooks end to end.
+  double serial = 0.0;
+  for (const auto& [u, end] : copy_end) serial += end - copy_start.at(u);
+  for (const auto& [u, end] : host_end) serial += end - host_start.at(u);
+  EXPECT_GE(host_end.rbegin()->second - copy_start.begin()->second, serial - 1e-9);
 }
 
 // Megatron-DeepSpeed runs Megatron's layers under DeepSpeed's engine: model_code picks whose per-block host time the
