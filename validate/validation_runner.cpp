@@ -127,15 +127,6 @@ namespace {
 
 bool higher_is_better(Metric m) { return !is_duration(m) && m != Metric::kMemory; }
 
-double percentile(std::vector<double> v, double q) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  const double pos = q * static_cast<double>(v.size() - 1);
-  const auto lo = static_cast<std::size_t>(std::floor(pos));
-  const auto hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
-}
-
 std::string format_value(Metric m, double v) {
   if (is_duration(m)) return core::format_seconds(core::Seconds(v));
   switch (m) {
@@ -313,16 +304,24 @@ ValidationReport run_validation(const std::vector<ValidationSet>& sets, engine::
   return report;
 }
 
+namespace {
+// The lowest and the highest of a row's runs. Precondition: it has runs.
+std::pair<double, double> run_range(const RowResult& r) {
+  const auto [lo, hi] = std::minmax_element(r.runs.begin(), r.runs.end());
+  return {*lo, *hi};
+}
+}  // namespace
+
 double run_spread(const RowResult& r) {
   if (r.runs.empty()) return 0.0;
-  const auto [lo, hi] = std::minmax_element(r.runs.begin(), r.runs.end());
-  return (*hi - *lo) / r.measured;
+  const auto [lo, hi] = run_range(r);
+  return (hi - lo) / r.measured;
 }
 
 bool inside_runs(const RowResult& r) {
   if (r.runs.empty()) return false;
-  const auto [lo, hi] = std::minmax_element(r.runs.begin(), r.runs.end());
-  return r.predicted >= *lo && r.predicted <= *hi;
+  const auto [lo, hi] = run_range(r);
+  return r.predicted >= lo && r.predicted <= hi;
 }
 
 std::vector<ErrorBand> error_bands(const ValidationReport& r) {
@@ -451,9 +450,9 @@ std::string render_validation(const ValidationReport& r, bool rows) {
       } else {
         std::string runs;
         if (!row.runs.empty()) {
-          const auto [lo, hi] = std::minmax_element(row.runs.begin(), row.runs.end());
-          runs = fmt::format("  median of {} runs {}..{}{}", row.runs.size(), format_value(row.metric, *lo),
-                             format_value(row.metric, *hi), inside_runs(row) ? ", inside" : "");
+          const auto [lo, hi] = run_range(row);
+          runs = fmt::format("  median of {} runs {}..{}{}", row.runs.size(), format_value(row.metric, lo),
+                             format_value(row.metric, hi), inside_runs(row) ? ", inside" : "");
         }
         o += fmt::format("  {:<34} {:<18} {:>14} {:>14} {:>8}{}\n", row.id, metric_key(row.metric),
                          format_value(row.metric, row.measured), format_value(row.metric, row.predicted),

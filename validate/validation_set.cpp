@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <filesystem>
 #include <set>
 #include <sstream>
@@ -36,13 +37,6 @@ Metric parse_metric(const ConfigNode& n) {
   n.fail(fmt::format("a metric{}; one of {}", scenario::suggest(key, metric_keys()), scenario::join(metric_keys())));
 }
 
-// The median of runs (the mean of the middle two of an even count).
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t h = v.size() / 2;
-  return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
-}
-
 // A measured value as a set file spells it: a duration with its unit, a fraction, a number, or a boolean.
 double parse_measured_value(Metric m, const ConfigNode& v) {
   if (is_duration(m)) return v.as_duration().value();
@@ -68,7 +62,7 @@ std::vector<Measured> parse_measured(const ConfigNode& n) {
       Measured r{*m, 0.0, {}};
       for (const auto& x : v.items()) r.runs.push_back(parse_measured_value(*m, x));
       if (r.runs.size() < 2) v.fail("two or more runs in a list (or one value without brackets)");
-      r.value = median(r.runs);
+      r.value = percentile(r.runs, 0.5);
       out.push_back(std::move(r));
       continue;
     }
@@ -256,6 +250,16 @@ bool is_duration(Metric m) {
   return m == Metric::kIterationTime || m == Metric::kForwardTime || m == Metric::kBackwardTime || m == Metric::kStepTime;
 }
 
+
+double percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const double pos = q * static_cast<double>(v.size() - 1);
+  const auto lo = static_cast<std::size_t>(std::floor(pos));
+  const auto hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
+}
+
 ValidationSet parse_validation_set(const std::string& text, const std::string& file) {
   const ConfigNode root = ConfigNode::parse(text, file);
   if (!root.is_map()) root.fail("a validation set: a map with set, role, source, base and rows or table");
@@ -336,7 +340,7 @@ ValidationSet parse_validation_set(const std::string& text, const std::string& f
           if (!(runs.back() > 0.0)) x.fail("a positive ratio");
         }
         if (mn.is_sequence() && runs.size() < 2) mn.fail("two or more runs' ratios in a list (or one without brackets)");
-        claim.measured = median(runs);
+        claim.measured = percentile(runs, 0.5);
       } else {
         if (claim.rows.size() < 2) list.fail("at least two row ids, best first");
         if (c.has("measured")) c.get("measured").fail("no measured value on an order claim (the order is the claim)");

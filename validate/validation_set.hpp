@@ -91,6 +91,10 @@ struct ValidationSet {
   std::vector<Claim> claims;
 };
 
+/** @brief The q-quantile of `v` (0 <= q <= 1), interpolating linearly between neighbours; 0 for none. q = 0.5 is the
+ *  median a row takes of its runs (the mean of the middle two of an even count). */
+double percentile(std::vector<double> v, double q);
+
 /** @brief Parses one set file's text (`file` names it; relative paths resolve against its folder). Rows whose
  *  scenario the model refuses are kept with the reason; everything else that is wrong (unknown keys, a
  *  measured value without its unit, a claim naming an unknown row) throws core::ConfigError. */
