@@ -474,6 +474,10 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
   // moves nothing.) Here unit by unit: each copy is issued when the host is done with the unit before, and the
   // unit's hooks wait for it.
   const bool ds_copy_sync = ds_stage3 && hooked && !gather && plan.offload.params;
+  auto copy_sync = [&](std::optional<TaskId> h, const std::vector<std::optional<TaskId>>& ready, int u) {
+    if (!ds_copy_sync || !h) return;
+    if (const auto r = ready[static_cast<std::size_t>(u)]) g.add_dep(*h, *r);
+  };
 
   // DeepSpeed ZeRO-3 ends each backward by reducing the last bucket and waiting for its reduction stream
   // (deepspeed@v0.14.4 runtime/zero/stage3.py:1082-1088, independent_gradient_partition_epilogue): the host issues
@@ -491,7 +495,7 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
       // Copies and hooks taking turns: the copy once the host is done with the unit before, the hooks after it.
       if (ds_copy_sync) fetch_unit(u > 0 ? fwd_host[static_cast<std::size_t>(u - 1)] : std::nullopt);
       const auto h = fwd_host[static_cast<std::size_t>(u)] = host_work(c, Phase::kForward, u, mb);
-      if (ds_copy_sync && h) g.add_dep(*h, ready);
+      copy_sync(h, fwd_ready, u);
       if (epilogue_sync && u == 0 && mb > 0 && h && !reduce_ends.empty()) g.add_dep(*h, reduce_ends.back());
       fetch_sync(h, fwd_ready, u, 1);
       if (hooked && !ds_copy_sync) fetch_unit(fwd_host[static_cast<std::size_t>(std::max(0, u - ahead))]);
@@ -550,7 +554,7 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
       const UnitCost& c = costs.units[static_cast<std::size_t>(u)];
       if (ds_copy_sync) issue_backward_gathers(u);  // the copies first, the hooks once this unit's has arrived
       const auto h = bwd_host[static_cast<std::size_t>(u)] = host_work(c, Phase::kBackward, u, mb);
-      if (ds_copy_sync && h && bwd_ready[static_cast<std::size_t>(u)]) g.add_dep(*h, *bwd_ready[static_cast<std::size_t>(u)]);
+      copy_sync(h, bwd_ready, u);
       fetch_sync(h, bwd_ready, u, -1);
       if (!ds_copy_sync) issue_backward_gathers(u);
       const std::optional<TaskId> ready = bwd_ready[static_cast<std::size_t>(u)];
