@@ -17,7 +17,8 @@
 
 namespace shardsim::report {
 namespace {
-// Exposed host work, as a share of the iteration, from which a role counts as host-bound in the report.
+// Exposed host work, as a share of the iteration, from which a role counts as host-bound in the report [guess: a
+// reporting threshold, not a model parameter].
 constexpr double kHostBoundShare = 0.15;
 
 using engine::kPhases;
