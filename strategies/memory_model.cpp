@@ -115,7 +115,7 @@ MemoryBreakdown rank_memory(const core::ModelSpec& model, const core::ClusterSpe
   }
   mb.items.push_back({"activations", core::Bytes(activations), activation_note});
 
-  if (assembles_units(plan) && assembles_into_new_memory(plan)) {
+  if (assembles_units(plan) && holds_fetched_params(plan)) {
     const int live = zero3_live_units(costs, model, plan);
     mb.items.push_back({"gathered parameters", core::Bytes(live * largest * pb),
                         fmt::format("{} units live (current + prefetch)", live)});

@@ -333,6 +333,10 @@ bool assembles_into_new_memory(const core::PlanSpec& plan) {
   return plan.shards().params > 1 || plan.framework == core::Framework::kFsdp;
 }
 
+bool holds_fetched_params(const core::PlanSpec& plan) {
+  return assembles_into_new_memory(plan) || plan.offload.params;
+}
+
 core::Bytes deepspeed_step_bytes(const core::ModelSpec& m, double params) {
   const double g = core::dtype_bytes(m.grad_dtype);
   constexpr double kMaster = 4.0;  // the fp32 partition DeepSpeed's ZeRO optimizers step

@@ -118,6 +118,12 @@ bool assembles_units(const core::PlanSpec& plan);
  *  NoGatherHandle points param.data at its partition, no copy, no memory). */
 bool assembles_into_new_memory(const core::PlanSpec& plan);
 
+/** @brief Whether a fetched unit's parameters occupy device memory of their own until they are released: where
+ *  they are assembled into new memory, and where they come from the host (offload_param), DeepSpeed's ZeRO-3
+ *  with one partition included: NoGatherHandle copies the offloaded partition into a fresh device tensor
+ *  (deepspeed@v0.14.4 runtime/zero/partition_parameters.py:44-56, ds_tensor.data.to(device)). */
+bool holds_fetched_params(const core::PlanSpec& plan);
+
 /** @brief Bytes of memory traffic for one Adam step on `params` parameters (read master, moments, gradient;
  *  write master, moments, working parameter). */
 core::Bytes optimizer_step_bytes(const core::ModelSpec& model, double params);

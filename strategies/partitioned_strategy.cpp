@@ -170,6 +170,8 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
   const bool ds_stage3 = plan.framework == core::Framework::kDeepSpeed && (sh.params > 1 || plan.zero_stage == 3);
   // Whether a fetch copies the unit's parameters into fresh memory (not DeepSpeed's ZeRO-3 with one partition).
   const bool assembles = assembles_into_new_memory(plan);
+  // Whether a fetched unit occupies device memory until it is released (offloaded partitions copied in too).
+  const bool holds = holds_fetched_params(plan);
   const double bucket_bytes = gradient_bucket_bytes(plan, gb, true);
   // A bucket reduced into its owners' shards: reduce-scatter, or DeepSpeed ZeRO-1/2's all-reduce of the bucket.
   const CollectiveOp shard_reduce =
@@ -272,6 +274,8 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
                             core::Bytes(elements / shard * pb), unit, micro);
         for (TaskId a : after) g.add_dep(*staged, a);
         if (read) g.add_dep(*staged, *read);
+        // Unassembled (one partition), the copy itself is the unit's device tensor.
+        if (!assembles) g.add_mem(*staged, false, MemKind::kGatheredParams, core::Bytes(full));
       }
       std::span<const TaskId> ready_after = staged ? std::span<const TaskId>(&*staged, 1) : after;
       std::optional<TaskId> copied_in;
@@ -504,7 +508,7 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
       if (hooked) {
         g.add_dep(f, ready);
         // What the forward keeps gathered for the backward stays counted until the backward has run.
-        if (assembles) {
+        if (holds) {
           g.add_mem(f, true, MemKind::kGatheredParams,
                     core::Bytes(-c.params * pb * regathered(static_cast<std::size_t>(u))));
         }
@@ -566,7 +570,7 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
       if (must_wait) waits.add(wait_on);
       const TaskId b = add_unit_backward(g, role, tp_group, costs, plan, u, mb, waits.span());
       if (ready && c.recomputes()) g.add_dep(b, *ready);  // the backward reads the gathered parameters too
-      if (hooked && assembles) g.add_mem(b, true, MemKind::kGatheredParams, core::Bytes(-c.params * pb));
+      if (hooked && holds) g.add_mem(b, true, MemKind::kGatheredParams, core::Bytes(-c.params * pb));
       release_unit_activations(g, costs, u, b);
       bwd_compute[static_cast<std::size_t>(u)] = b;
       add_tp(u, mb, c.tp_allreduces);

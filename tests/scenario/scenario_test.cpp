@@ -565,6 +565,17 @@ TEST(ScenarioPlan, OneRankParameterOffloadTakesTurnsWithTheHooks) {
   for (const auto& [u, end] : copy_end) serial += end - copy_start.at(u);
   for (const auto& [u, end] : host_end) serial += end - host_start.at(u);
   EXPECT_GE(host_end.rbegin()->second - copy_start.begin()->second, serial - 1e-9);
+  // Each copy is a fresh device tensor (NoGatherHandle's ds_tensor.to(device)), held until the unit is released:
+  // the timeline's peak holds at least the largest unit's parameters, and all of them are released by the end.
+  const auto& role = ev.run.roles.at(0);
+  double largest = 0.0;
+  for (const auto& u : ev.costs.units) largest = std::max(largest, u.params * 2.0);
+  EXPECT_GE(role.peak_memory_by_kind[static_cast<std::size_t>(graph::MemKind::kGatheredParams)], largest - 1.0);
+  double net = 0.0;
+  for (const auto& e : ev.graph.mem_events()) {
+    if (e.kind == graph::MemKind::kGatheredParams) net += e.bytes;
+  }
+  EXPECT_NEAR(net, 0.0, 1.0);
 }
 
 // Megatron-DeepSpeed runs Megatron's layers under DeepSpeed's engine: model_code picks whose per-block host time the

@@ -139,6 +139,15 @@ TEST(MemoryModel, OneRanksZeroKeepsDeepSpeedsBuckets) {
   };
   EXPECT_EQ(gathered(core::Framework::kDeepSpeed), 0.0);
   EXPECT_GT(gathered(core::Framework::kFsdp), 0.0);
+  // With its partitions on the host it copies each fetched unit into a fresh device tensor (NoGatherHandle's
+  // ds_tensor.to(device)): the live units count as with a gather.
+  p.offload.params = true;
+  p.offload.optimizer = true;
+  const double held = gathered(core::Framework::kDeepSpeed);
+  EXPECT_GT(held, 0.0);
+  p.dp = 2;
+  p.global_batch = 2;
+  EXPECT_EQ(held, gathered(core::Framework::kDeepSpeed));
 }
 
 // The loss's fp32 copy of the logits counts once, with every unit's saved activations, where it is the largest
