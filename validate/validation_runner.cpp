@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <map>
+#include <stdexcept>
 #include <thread>
 
 #include "sim/core/units.hpp"
@@ -162,14 +164,20 @@ std::optional<double> predict_metric(const scenario::Scenario& s, Metric metric,
   return p.value[static_cast<std::size_t>(metric)];
 }
 
-std::string coverage_key(const scenario::Scenario& s) {
-  // One device validates compute alone: its band says nothing of a plan that communicates.
-  const char* family = s.plan.offload.optimizer               ? "cpu offload"
-                       : s.cluster.total_devices() == 1       ? "one device (no communication)"
-                       : (s.plan.tp > 1 || s.plan.pp > 1)     ? "3d (tp/pp)"
-                                                              : "data parallel (ddp/zero)";
-  return fmt::format("{} / {}", s.cluster.name, family);
+namespace {
+
+// The kind of plan a row exercises. One device validates compute alone: its band says nothing of a plan that
+// communicates.
+const char* plan_family(const scenario::Scenario& s) {
+  return s.plan.offload.optimizer               ? "cpu offload"
+         : s.cluster.total_devices() == 1       ? "one device (no communication)"
+         : (s.plan.tp > 1 || s.plan.pp > 1)     ? "3d (tp/pp)"
+                                                : "data parallel (ddp/zero)";
 }
+
+}  // namespace
+
+std::string coverage_key(const scenario::Scenario& s) { return fmt::format("{} / {}", s.cluster.name, plan_family(s)); }
 
 ValidationReport run_validation(const std::vector<ValidationSet>& sets, engine::EngineKind engine, int threads) {
   ValidationReport report;
@@ -588,6 +596,151 @@ std::string validation_to_csv(const ValidationReport& r) {
                      row.refused.empty() ? fmt::format("{:.6g}", row.error) : "", quote(row.family), quote(row.refused));
   }
   return o;
+}
+
+const std::vector<std::string>& group_axes() {
+  static const std::vector<std::string> kAxes = {
+      "cluster", "nodes",        "devices",      "device",    "framework", "family", "dp",     "tp",     "pp",
+      "zero_stage", "micro_batch", "global_batch", "recompute", "model",     "layers", "hidden", "heads", "seq_len"};
+  return kAxes;
+}
+
+std::string axis_value(const scenario::Scenario& s, std::string_view axis) {
+  const auto& c = s.cluster;
+  const auto& p = s.plan;
+  const auto& m = s.model;
+  if (axis == "cluster") return c.name;
+  if (axis == "nodes") return std::to_string(c.nodes);
+  if (axis == "devices") return std::to_string(c.total_devices());
+  if (axis == "device") return c.device.name;
+  if (axis == "framework") return std::string(core::framework_name(p.framework));
+  if (axis == "family") return plan_family(s);
+  if (axis == "dp") return std::to_string(p.dp);
+  if (axis == "tp") return std::to_string(p.tp);
+  if (axis == "pp") return std::to_string(p.pp);
+  if (axis == "zero_stage") return std::to_string(p.zero_stage);
+  if (axis == "micro_batch") return std::to_string(p.micro_batch);
+  if (axis == "global_batch") return std::to_string(p.global_batch);
+  if (axis == "recompute") return std::string(core::recompute_name(p.recompute));
+  if (axis == "model") return m.name;
+  if (axis == "layers") return std::to_string(m.layers);
+  if (axis == "hidden") return std::to_string(m.hidden);
+  if (axis == "heads") return std::to_string(m.heads);
+  if (axis == "seq_len") return std::to_string(m.seq_len);
+  check_group_axis(axis);
+  return {};
+}
+
+void check_group_axis(std::string_view axis) {
+  const auto& all = group_axes();
+  if (std::find(all.begin(), all.end(), axis) != all.end()) return;
+  std::string names;
+  for (const auto& a : all) names += (names.empty() ? "" : ", ") + a;
+  throw std::invalid_argument(fmt::format("unknown axis '{}': expected one of {}", axis, names));
+}
+
+namespace {
+
+// Values in order: numbers as numbers, then text.
+bool value_less(const std::string& a, const std::string& b) {
+  char* end_a = nullptr;
+  char* end_b = nullptr;
+  const double x = std::strtod(a.c_str(), &end_a);
+  const double y = std::strtod(b.c_str(), &end_b);
+  const bool na = !a.empty() && *end_a == '\0';
+  const bool nb = !b.empty() && *end_b == '\0';
+  if (na != nb) return na;
+  if (na && x != y) return x < y;
+  return a < b;
+}
+
+}  // namespace
+
+std::vector<ErrorGroup> group_errors(const ValidationReport& r, const std::vector<ValidationSet>& sets,
+                                     const std::vector<std::string>& axes) {
+  for (const auto& a : axes) check_group_axis(a);  // an unknown axis throws before any work
+  std::map<std::pair<std::string, std::string>, const scenario::Scenario*> scenarios;
+  for (const auto& set : sets) {
+    for (const auto& row : set.rows) {
+      if (row.scenario) scenarios[{set.id, row.id}] = &*row.scenario;
+    }
+  }
+  std::vector<ErrorGroup> out;
+  std::vector<std::vector<double>> errors;
+  for (const auto& row : r.rows) {
+    if (!row.refused.empty() || row.metric == Metric::kFits || row.metric == Metric::kMemory) continue;
+    const auto it = scenarios.find({row.set, row.id});
+    if (it == scenarios.end()) continue;
+    std::vector<std::string> values;
+    for (const auto& a : axes) values.push_back(axis_value(*it->second, a));
+    auto g = std::find_if(out.begin(), out.end(), [&](const ErrorGroup& e) { return e.set == row.set && e.values == values; });
+    if (g == out.end()) {
+      out.push_back(ErrorGroup{row.set, values, 0, 0.0, 0.0, 0.0, 0.0});
+      errors.emplace_back();
+      g = out.end() - 1;
+    }
+    errors[static_cast<std::size_t>(g - out.begin())].push_back(row.error);
+  }
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const auto& e = errors[i];
+    auto& g = out[i];
+    g.rows = static_cast<int>(e.size());
+    for (double x : e) {
+      g.mean_abs += std::fabs(x) / g.rows;
+      g.bias += x / g.rows;
+    }
+    g.min = *std::min_element(e.begin(), e.end());
+    g.max = *std::max_element(e.begin(), e.end());
+  }
+  // Sets in the report's order, their groups by value.
+  std::map<std::string, std::size_t> set_order;
+  for (const auto& row : r.rows) set_order.emplace(row.set, set_order.size());
+  std::stable_sort(out.begin(), out.end(), [&](const ErrorGroup& a, const ErrorGroup& b) {
+    if (a.set != b.set) return set_order.at(a.set) < set_order.at(b.set);
+    return std::lexicographical_compare(a.values.begin(), a.values.end(), b.values.begin(), b.values.end(), value_less);
+  });
+  return out;
+}
+
+std::string render_error_groups(const std::vector<ErrorGroup>& groups, const std::vector<std::string>& axes) {
+  std::string names;
+  for (const auto& a : axes) names += (names.empty() ? "" : ", ") + a;
+  std::vector<std::size_t> width;
+  for (std::size_t k = 0; k < axes.size(); ++k) {
+    std::size_t w = axes[k].size();
+    for (const auto& g : groups) w = std::max(w, g.values[k].size());
+    width.push_back(std::min<std::size_t>(w, 30));
+  }
+  std::string o = fmt::format("errors by {}: each set's numeric rows (memory and fit verdicts left out) that share "
+                              "these values\n  {:<20}",
+                              names, "set");
+  for (std::size_t k = 0; k < axes.size(); ++k) o += fmt::format(" {:<{}}", axes[k], width[k]);
+  o += fmt::format(" {:>6} {:>10} {:>8} {:>18}\n", "rows", "mean|err|", "bias", "min..max");
+  for (const auto& g : groups) {
+    o += fmt::format("  {:<20}", g.set);
+    for (std::size_t k = 0; k < axes.size(); ++k) o += fmt::format(" {:<{}}", g.values[k], width[k]);
+    o += fmt::format(" {:>6} {:>9.1f}% {:>8} {:>18}\n", g.rows, 100.0 * g.mean_abs, signed_percent(g.bias),
+                     signed_percent(g.min) + ".." + signed_percent(g.max));
+  }
+  return o;
+}
+
+nlohmann::ordered_json error_groups_to_json(const std::vector<ErrorGroup>& groups, const std::vector<std::string>& axes) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::array();
+  for (const auto& g : groups) {
+    nlohmann::ordered_json e;
+    e["set"] = g.set;
+    nlohmann::ordered_json values = nlohmann::ordered_json::object();
+    for (std::size_t k = 0; k < axes.size(); ++k) values[axes[k]] = g.values[k];
+    e["values"] = values;
+    e["rows"] = g.rows;
+    e["mean_abs_error"] = g.mean_abs;
+    e["bias"] = g.bias;
+    e["min_error"] = g.min;
+    e["max_error"] = g.max;
+    j.push_back(e);
+  }
+  return j;
 }
 
 }  // namespace shardsim::validate

@@ -124,6 +124,35 @@ struct StepShare {
 };
 std::vector<StepShare> step_shares(const ValidationReport& r);
 
+/** @brief The axes a set's errors can be grouped by (`shardsim validate --by`): the plan's and the machine's
+ *  (cluster, nodes, devices, device, framework, strategy family, dp, tp, pp, zero_stage, micro_batch, global_batch,
+ *  recompute) and the model's shape (model, layers, hidden, heads, seq_len). */
+const std::vector<std::string>& group_axes();
+/** @brief The value of axis `axis` (one of group_axes()) for scenario `s`, as it is printed. Throws
+ *  std::invalid_argument naming the axes for an unknown one. */
+std::string axis_value(const scenario::Scenario& s, std::string_view axis);
+/** @brief Throws std::invalid_argument, naming the axes, unless `axis` is one of group_axes(). */
+void check_group_axis(std::string_view axis);
+
+/** @brief The signed errors of one set's numeric rows (memory and fits rows left out) that share their values of
+ *  the grouping axes. */
+struct ErrorGroup {
+  std::string set;
+  std::vector<std::string> values;  ///< one per axis, in the order asked
+  int rows = 0;
+  double mean_abs = 0.0;
+  double bias = 0.0;
+  double min = 0.0;
+  double max = 0.0;
+};
+/** @brief The report's numeric rows grouped per set by the values of `axes` (each one of group_axes()), the groups in
+ *  order of their values (numbers as numbers). A set's structured residual shows here: the error of a kind of run
+ *  that the rest of its set does not share. Throws std::invalid_argument for an unknown axis. */
+std::vector<ErrorGroup> group_errors(const ValidationReport& r, const std::vector<ValidationSet>& sets,
+                                     const std::vector<std::string>& axes);
+std::string render_error_groups(const std::vector<ErrorGroup>& groups, const std::vector<std::string>& axes);
+nlohmann::ordered_json error_groups_to_json(const std::vector<ErrorGroup>& groups, const std::vector<std::string>& axes);
+
 /** @brief The per-set summary table (and the step shares where sets measure phases); with `rows`, every row and
  *  claim before it. */
 std::string render_validation(const ValidationReport& r, bool rows);

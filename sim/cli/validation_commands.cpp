@@ -195,6 +195,8 @@ int cmd_validate(const std::vector<std::string>& args) {
       "role", po::value<std::string>(), "only sets of this role: fit or check")(
       "engine", po::value<std::string>()->default_value("analytical"), "engine: analytical or simgrid")(
       "rows", "print every row and claim, not only the per-set table")(
+      "by", po::value<std::string>(),
+      "also group each set's errors by these axes, comma-separated (e.g. tp,micro_batch; see the README)")(
       "threads", po::value<int>()->default_value(0), "worker threads (0: one per core)")(
       "json", po::value<std::string>(), "also write rows, claims and summaries as JSON to this file")(
       "csv", po::value<std::string>(), "also write one line per row and metric as CSV to this file")(
@@ -241,7 +243,19 @@ int cmd_validate(const std::vector<std::string>& args) {
                                path, applied, rows, scenario::join(on));
     }
   }
+  std::vector<std::string> axes;
+  if (vm.count("by")) {
+    for (auto& a : split_commas(vm["by"].as<std::string>())) {
+      try {
+        validate::check_group_axis(a);
+      } catch (const std::invalid_argument& e) {
+        throw UsageError(fmt::format("--by: {}", e.what()));
+      }
+      axes.push_back(a);
+    }
+  }
   const auto report = validate::run_validation(sets, engine, thread_count(vm));
+  const auto groups = axes.empty() ? std::vector<validate::ErrorGroup>{} : validate::group_errors(report, sets, axes);
   // The collective library model against published collective benchmarks, with the whole suite.
   const bool whole_suite = !vm.count("sets") && (!vm.count("role") || vm["role"].as<std::string>() == "check");
   const auto checks = whole_suite ? validate::load_collective_checks(dir + "/collectives")
@@ -251,6 +265,7 @@ int cmd_validate(const std::vector<std::string>& args) {
     auto j = json_document<nlohmann::json>("validate");
     j.update(validate::validation_to_json(report));
     j["collective_checks"] = validate::collective_checks_to_json(checks);
+    if (!axes.empty()) j["error_groups"] = validate::error_groups_to_json(groups, axes);
     outputs.add(vm["json"].as<std::string>(), j.dump(2) + "\n");
   }
   if (vm.count("csv")) outputs.add(vm["csv"].as<std::string>(), validate::validation_to_csv(report));
@@ -259,6 +274,7 @@ int cmd_validate(const std::vector<std::string>& args) {
   }
   outputs.commit();
   std::cout << calibrated << validate::render_validation(report, vm.count("rows") > 0);
+  if (!axes.empty()) std::cout << "\n" << validate::render_error_groups(groups, axes);
   if (!checks.empty()) std::cout << "\n" << validate::render_collective_checks(checks, vm.count("rows") > 0);
   return kOk;
 }

@@ -232,6 +232,53 @@ TEST(Validate, ASetOfOurOwnRowsTableAndRefusal) {
   fs::remove_all(d);
 }
 
+// --by groups each set's numeric rows by the values of scenario axes: every numeric row lands in exactly one group,
+// each group's statistics are those of its rows, and an unknown axis is a usage error (exit 2) naming the axes.
+TEST(Validate, ErrorsGroupedByAxes) {
+  const fs::path d = temp_dir("validate-by");
+  const fs::path out = d / "v.json";
+  const Outcome r = run("validate h100-fsdp-steps vtrain-multi --by tp,hidden --json '" + out.string() + "'");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("errors by tp, hidden"), std::string::npos) << r.out;
+  const auto j = nlohmann::json::parse(read(out));
+  std::map<std::string, std::map<std::string, std::vector<double>>> by_hand;  // set -> "tp/hidden" -> errors
+  std::map<std::string, int> numeric;
+  for (const auto& row : j["rows"]) {
+    if (row.contains("refused") || row["metric"] == "memory" || row["metric"] == "fits") continue;
+    ++numeric[row["set"].get<std::string>()];
+  }
+  std::map<std::string, int> grouped;
+  for (const auto& g : j["error_groups"]) {
+    const std::string set = g["set"];
+    grouped[set] += g["rows"].get<int>();
+    EXPECT_LE(g["min_error"].get<double>(), g["bias"].get<double>());
+    EXPECT_GE(g["max_error"].get<double>(), g["bias"].get<double>());
+    EXPECT_GE(g["mean_abs_error"].get<double>(), std::fabs(g["bias"].get<double>()) - 1e-12);
+    EXPECT_TRUE(g["values"].contains("tp") && g["values"].contains("hidden"));
+  }
+  EXPECT_EQ(grouped, numeric);
+  EXPECT_EQ(grouped.size(), 2u);
+  // The one-GPU set has tensor parallelism 1 throughout; vTrain's multi-node runs span several degrees.
+  int fsdp_groups = 0, multi_tp = 0;
+  std::string last_tp;
+  for (const auto& g : j["error_groups"]) {
+    if (g["set"] == "h100-fsdp-steps") {
+      ++fsdp_groups;
+      EXPECT_EQ(g["values"]["tp"], "1");
+    } else if (g["values"]["tp"] != last_tp) {
+      ++multi_tp;
+      last_tp = g["values"]["tp"];
+    }
+  }
+  EXPECT_GE(fsdp_groups, 2);
+  EXPECT_GE(multi_tp, 3);
+  const Outcome bad = run("validate h100-fsdp-steps --by tpx");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.out.find("unknown axis 'tpx'"), std::string::npos) << bad.out;
+  EXPECT_NE(bad.out.find("micro_batch"), std::string::npos) << bad.out;
+  fs::remove_all(d);
+}
+
 TEST(Validate, BadSetsExitWithTwoAndNameTheLine) {
   const fs::path d = temp_dir("validate-bad");
   struct Case {
