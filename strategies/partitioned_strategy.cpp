@@ -234,6 +234,25 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
     return g.add_host_work(role, Purpose::kFramework, phase, core::Seconds(t), unit, micro);
   };
 
+  // The sync of updated parameters (the optimizer shards gathered into the parameter layout) where the next forward
+  // waits for it block by block (plan.overlap_sync_param, InternEvo's ParamAsyncBcastHandler): in the steady state
+  // the previous step's sync runs beside this forward, so here it starts with the iteration, unit by unit, on the
+  // zero1 group's communicator, and each unit's first forward (its gather of the updated shards, or its compute)
+  // waits for its own piece. Otherwise the step ends with it (below).
+  const bool sync_in_forward = plan.overlap_sync_param && u_size > 1;
+  std::vector<std::optional<TaskId>> synced(static_cast<std::size_t>(units));
+  if (sync_in_forward) {
+    for (int u = 0; u < units; ++u) {
+      const double bytes = costs.units[static_cast<std::size_t>(u)].params / sh.params * pb;
+      if (!(bytes > 0.0)) continue;
+      const TaskId ag = g.add_collective(role, Stream::kParamSync, CollectiveOp::kAllGather, Purpose::kParamUpdateGather,
+                                         u_group, core::Bytes(bytes), u, -1);
+      g.add_mem(ag, false, MemKind::kGatherBuffer, core::Bytes(bytes));
+      g.add_mem(ag, true, MemKind::kGatherBuffer, core::Bytes(-bytes));
+      synced[static_cast<std::size_t>(u)] = ag;
+    }
+  }
+
   // The parameter gathers of a unit of `elements` over `grp` (one per fetch), INT8 when `quantize`, issued
   // once the compute of `wait_unit` is done (the live-parameter bound) and the host has issued them: first the copy
   // of this rank's shards into the gather's input (FSDP2: all_gather_copy_in's foreach_copy; DeepSpeed: the torch.cat
@@ -250,10 +269,14 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
     const UnitCost& gathered_unit = costs.units[static_cast<std::size_t>(unit)];
     const double fp8_share = gathered_unit.params > 0.0 ? gathered_unit.float8_elements / gathered_unit.params : 0.0;
     const double payload = quantize ? quantized_bytes(elements, 8.0, quant.block) : full - elements * fp8_share * (pb - 1.0);
-    std::array<TaskId, 2> deps{};
+    std::array<TaskId, 3> deps{};
     std::size_t n_deps = 0;
     if (wait_unit >= 0) deps[n_deps++] = computed[static_cast<std::size_t>(wait_unit)];
     if (issued_by) deps[n_deps++] = *issued_by;
+    // The first forward gathers the unit's updated shards: after the previous step's sync of them.
+    if (purpose == Purpose::kParamGatherFwd && micro == 0 && synced[static_cast<std::size_t>(unit)]) {
+      deps[n_deps++] = *synced[static_cast<std::size_t>(unit)];
+    }
     const std::span<const TaskId> after(deps.data(), n_deps);
     if (!quantize) {
       // Offloaded parameters: the rank's partition of the unit comes from host memory first (DeepSpeed 0.14
@@ -505,6 +528,7 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
       if (hooked && !ds_copy_sync) fetch_unit(fwd_host[static_cast<std::size_t>(std::max(0, u - ahead))]);
       const TaskId f = g.add_compute(role, Phase::kForward, u, mb, c.fwd_flops, c.fwd_mem, c.fwd_time);
       if (h) g.add_dep(f, *h);
+      if (mb == 0 && synced[static_cast<std::size_t>(u)]) g.add_dep(f, *synced[static_cast<std::size_t>(u)]);
       if (hooked) {
         g.add_dep(f, ready);
         // What the forward keeps gathered for the backward stays counted until the backward has run.
@@ -643,7 +667,7 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
     step.persistent_bytes = fetch->persistent_elements * pb;
     step.persistent_stream = p_stream;
   }
-  if (u_size > 1) {
+  if (u_size > 1 && !sync_in_forward) {
     step.gather_group = u_group;
     step.gather_bytes = costs.params_per_rank / sh.params * pb;
     step.gather_piece = plan.allgather_bucket;

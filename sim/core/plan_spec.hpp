@@ -228,6 +228,12 @@ struct PlanSpec {
   /// work is done, so the framework thread and the device take turns instead of overlapping (some production
   /// runs set it to work around hangs, e.g. bigscience tr11-176B-ml.slurm)
   bool launch_blocking = false;
+  /// InternEvo's hybrid_zero_optimizer.overlap_sync_param: the updated parameters' sync after the step (ZeRO-1's
+  /// broadcast, the gather from optimizer shards into the parameter layout) is waited for block by block by the
+  /// next forward instead of at the end of the step (InternLM/InternEvo@34c11d88
+  /// internlm/core/parallel/comm/zero.py ParamAsyncBcastHandler: each block's forward pre-hook waits for the
+  /// broadcasts of the ranks that own it). Off: DeepSpeed's and InternEvo's default, the step ends with the sync.
+  bool overlap_sync_param = false;
   /// DeepSpeed's data_types.grad_accum_dtype as the run sets it; fp32 with bf16 and no ZeRO stage is DeepSpeed's
   /// BF16_Optimizer (its default there: deepspeed@v0.14.4 runtime/engine.py get_data_types). Unset: gradients
   /// accumulate in their own dtype (plain data parallelism for zero_stage 0)

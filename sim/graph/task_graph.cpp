@@ -17,6 +17,7 @@ std::string_view stream_name(Stream s) {
     case Stream::kHostCpu: return "host-cpu";
     case Stream::kHostStep: return "host-step";
     case Stream::kGroupNccl: return "group-nccl";
+    case Stream::kParamSync: return "param-sync";
     case Stream::kCount: break;
   }
   return "?";

