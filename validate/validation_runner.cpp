@@ -601,7 +601,8 @@ std::string validation_to_csv(const ValidationReport& r) {
 const std::vector<std::string>& group_axes() {
   static const std::vector<std::string> kAxes = {
       "cluster", "nodes",        "devices",      "device",    "framework", "family", "dp",     "tp",     "pp",
-      "zero_stage", "micro_batch", "global_batch", "recompute", "model",     "layers", "hidden", "heads", "seq_len"};
+      "zero_stage", "micro_batch", "global_batch", "recompute", "model",     "layers", "hidden", "heads", "seq_len",
+      "metric"};
   return kAxes;
 }
 
@@ -627,7 +628,7 @@ std::string axis_value(const scenario::Scenario& s, std::string_view axis) {
   if (axis == "hidden") return std::to_string(m.hidden);
   if (axis == "heads") return std::to_string(m.heads);
   if (axis == "seq_len") return std::to_string(m.seq_len);
-  check_group_axis(axis);
+  check_group_axis(axis);  // "metric" is the row's, not the scenario's
   return {};
 }
 
@@ -672,7 +673,7 @@ std::vector<ErrorGroup> group_errors(const ValidationReport& r, const std::vecto
     const auto it = scenarios.find({row.set, row.id});
     if (it == scenarios.end()) continue;
     std::vector<std::string> values;
-    for (const auto& a : axes) values.push_back(axis_value(*it->second, a));
+    for (const auto& a : axes) values.push_back(a == "metric" ? std::string(metric_key(row.metric)) : axis_value(*it->second, a));
     auto g = std::find_if(out.begin(), out.end(), [&](const ErrorGroup& e) { return e.set == row.set && e.values == values; });
     if (g == out.end()) {
       out.push_back(ErrorGroup{row.set, values, 0, 0.0, 0.0, 0.0, 0.0});

@@ -126,10 +126,10 @@ std::vector<StepShare> step_shares(const ValidationReport& r);
 
 /** @brief The axes a set's errors can be grouped by (`shardsim validate --by`): the plan's and the machine's
  *  (cluster, nodes, devices, device, framework, strategy family, dp, tp, pp, zero_stage, micro_batch, global_batch,
- *  recompute) and the model's shape (model, layers, hidden, heads, seq_len). */
+ *  recompute), the model's shape (model, layers, hidden, heads, seq_len) and the metric a row measures (metric). */
 const std::vector<std::string>& group_axes();
-/** @brief The value of axis `axis` (one of group_axes()) for scenario `s`, as it is printed. Throws
- *  std::invalid_argument naming the axes for an unknown one. */
+/** @brief The value of axis `axis` (one of group_axes() but "metric", a row's own) for scenario `s`, as it is
+ *  printed. Throws std::invalid_argument naming the axes for an unknown one. */
 std::string axis_value(const scenario::Scenario& s, std::string_view axis);
 /** @brief Throws std::invalid_argument, naming the axes, unless `axis` is one of group_axes(). */
 void check_group_axis(std::string_view axis);

@@ -272,6 +272,12 @@ TEST(Validate, ErrorsGroupedByAxes) {
   }
   EXPECT_GE(fsdp_groups, 2);
   EXPECT_GE(multi_tp, 3);
+  // The metric a row measures is an axis too: each of the one-GPU DeepSpeed set's phases has its group.
+  const auto phases = validate_json("h100-deepspeed-steps --by metric");
+  std::map<std::string, int> by_metric;
+  for (const auto& g : phases["error_groups"]) by_metric[g["values"]["metric"].get<std::string>()] += g["rows"].get<int>();
+  EXPECT_EQ(by_metric.size(), 3u);
+  EXPECT_EQ(by_metric["forward_time"], by_metric["step_time"]);
   const Outcome bad = run("validate h100-fsdp-steps --by tpx");
   EXPECT_EQ(bad.code, 2);
   EXPECT_NE(bad.out.find("unknown axis 'tpx'"), std::string::npos) << bad.out;
