@@ -598,46 +598,51 @@ std::string validation_to_csv(const ValidationReport& r) {
   return o;
 }
 
-const std::vector<std::string>& group_axes() {
-  static const std::vector<std::string> kAxes = {
-      "cluster", "nodes",        "devices",      "device",    "framework", "family", "dp",     "tp",     "pp",
-      "zero_stage", "micro_batch", "global_batch", "recompute", "model",     "layers", "hidden", "heads", "seq_len",
-      "metric"};
-  return kAxes;
-}
+namespace {
 
-std::string axis_value(const scenario::Scenario& s, std::string_view axis) {
-  const auto& c = s.cluster;
-  const auto& p = s.plan;
-  const auto& m = s.model;
-  if (axis == "cluster") return c.name;
-  if (axis == "nodes") return std::to_string(c.nodes);
-  if (axis == "devices") return std::to_string(c.total_devices());
-  if (axis == "device") return c.device.name;
-  if (axis == "framework") return std::string(core::framework_name(p.framework));
-  if (axis == "family") return plan_family(s);
-  if (axis == "dp") return std::to_string(p.dp);
-  if (axis == "tp") return std::to_string(p.tp);
-  if (axis == "pp") return std::to_string(p.pp);
-  if (axis == "zero_stage") return std::to_string(p.zero_stage);
-  if (axis == "micro_batch") return std::to_string(p.micro_batch);
-  if (axis == "global_batch") return std::to_string(p.global_batch);
-  if (axis == "recompute") return std::string(core::recompute_name(p.recompute));
-  if (axis == "model") return m.name;
-  if (axis == "layers") return std::to_string(m.layers);
-  if (axis == "hidden") return std::to_string(m.hidden);
-  if (axis == "heads") return std::to_string(m.heads);
-  if (axis == "seq_len") return std::to_string(m.seq_len);
-  check_group_axis(axis);  // "metric" is the row's, not the scenario's
-  return {};
-}
+// Each axis a set's errors can be grouped by, with how a row's value of it reads: from the row's scenario, or (the
+// metric) from the row itself.
+struct Axis {
+  std::string_view name;
+  std::string (*value)(const scenario::Scenario& s, Metric m);
+};
+constexpr Axis kAxes[] = {
+    {"cluster", [](const scenario::Scenario& s, Metric) { return s.cluster.name; }},
+    {"nodes", [](const scenario::Scenario& s, Metric) { return std::to_string(s.cluster.nodes); }},
+    {"devices", [](const scenario::Scenario& s, Metric) { return std::to_string(s.cluster.total_devices()); }},
+    {"device", [](const scenario::Scenario& s, Metric) { return s.cluster.device.name; }},
+    {"framework", [](const scenario::Scenario& s, Metric) { return std::string(core::framework_name(s.plan.framework)); }},
+    {"family", [](const scenario::Scenario& s, Metric) { return std::string(plan_family(s)); }},
+    {"dp", [](const scenario::Scenario& s, Metric) { return std::to_string(s.plan.dp); }},
+    {"tp", [](const scenario::Scenario& s, Metric) { return std::to_string(s.plan.tp); }},
+    {"pp", [](const scenario::Scenario& s, Metric) { return std::to_string(s.plan.pp); }},
+    {"zero_stage", [](const scenario::Scenario& s, Metric) { return std::to_string(s.plan.zero_stage); }},
+    {"micro_batch", [](const scenario::Scenario& s, Metric) { return std::to_string(s.plan.micro_batch); }},
+    {"global_batch", [](const scenario::Scenario& s, Metric) { return std::to_string(s.plan.global_batch); }},
+    {"recompute", [](const scenario::Scenario& s, Metric) { return std::string(core::recompute_name(s.plan.recompute)); }},
+    {"model", [](const scenario::Scenario& s, Metric) { return s.model.name; }},
+    {"layers", [](const scenario::Scenario& s, Metric) { return std::to_string(s.model.layers); }},
+    {"hidden", [](const scenario::Scenario& s, Metric) { return std::to_string(s.model.hidden); }},
+    {"heads", [](const scenario::Scenario& s, Metric) { return std::to_string(s.model.heads); }},
+    {"seq_len", [](const scenario::Scenario& s, Metric) { return std::to_string(s.model.seq_len); }},
+    {"metric", [](const scenario::Scenario&, Metric m) { return std::string(metric_key(m)); }},
+};
 
-void check_group_axis(std::string_view axis) {
-  const auto& all = group_axes();
-  if (std::find(all.begin(), all.end(), axis) != all.end()) return;
+const Axis& find_axis(std::string_view name) {
+  for (const Axis& a : kAxes) {
+    if (a.name == name) return a;
+  }
   std::string names;
-  for (const auto& a : all) names += (names.empty() ? "" : ", ") + a;
-  throw std::invalid_argument(fmt::format("unknown axis '{}': expected one of {}", axis, names));
+  for (const Axis& a : kAxes) names += fmt::format("{}{}", names.empty() ? "" : ", ", a.name);
+  throw std::invalid_argument(fmt::format("unknown axis '{}': expected one of {}", name, names));
+}
+
+}  // namespace
+
+void check_group_axis(std::string_view axis) { (void)find_axis(axis); }
+
+std::string axis_value(const scenario::Scenario& s, Metric metric, std::string_view axis) {
+  return find_axis(axis).value(s, metric);
 }
 
 namespace {
@@ -659,7 +664,8 @@ bool value_less(const std::string& a, const std::string& b) {
 
 std::vector<ErrorGroup> group_errors(const ValidationReport& r, const std::vector<ValidationSet>& sets,
                                      const std::vector<std::string>& axes) {
-  for (const auto& a : axes) check_group_axis(a);  // an unknown axis throws before any work
+  std::vector<const Axis*> readers;
+  for (const auto& a : axes) readers.push_back(&find_axis(a));  // an unknown axis throws before any work
   std::map<std::pair<std::string, std::string>, const scenario::Scenario*> scenarios;
   for (const auto& set : sets) {
     for (const auto& row : set.rows) {
@@ -673,7 +679,7 @@ std::vector<ErrorGroup> group_errors(const ValidationReport& r, const std::vecto
     const auto it = scenarios.find({row.set, row.id});
     if (it == scenarios.end()) continue;
     std::vector<std::string> values;
-    for (const auto& a : axes) values.push_back(a == "metric" ? std::string(metric_key(row.metric)) : axis_value(*it->second, a));
+    for (const Axis* a : readers) values.push_back(a->value(*it->second, row.metric));
     auto g = std::find_if(out.begin(), out.end(), [&](const ErrorGroup& e) { return e.set == row.set && e.values == values; });
     if (g == out.end()) {
       out.push_back(ErrorGroup{row.set, values, 0, 0.0, 0.0, 0.0, 0.0});

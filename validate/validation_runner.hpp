@@ -124,14 +124,12 @@ struct StepShare {
 };
 std::vector<StepShare> step_shares(const ValidationReport& r);
 
-/** @brief The axes a set's errors can be grouped by (`shardsim validate --by`): the plan's and the machine's
- *  (cluster, nodes, devices, device, framework, strategy family, dp, tp, pp, zero_stage, micro_batch, global_batch,
- *  recompute), the model's shape (model, layers, hidden, heads, seq_len) and the metric a row measures (metric). */
-const std::vector<std::string>& group_axes();
-/** @brief The value of axis `axis` (one of group_axes() but "metric", a row's own) for scenario `s`, as it is
- *  printed. Throws std::invalid_argument naming the axes for an unknown one. */
-std::string axis_value(const scenario::Scenario& s, std::string_view axis);
-/** @brief Throws std::invalid_argument, naming the axes, unless `axis` is one of group_axes(). */
+/** @brief The value of axis `axis` for a row that measures `metric` on scenario `s`, as it is printed. The axes: the
+ *  plan's and the machine's (cluster, nodes, devices, device, framework, family, dp, tp, pp, zero_stage,
+ *  micro_batch, global_batch, recompute), the model's shape (model, layers, hidden, heads, seq_len) and the metric
+ *  (`shardsim validate --by`). Throws std::invalid_argument naming the axes for an unknown one. */
+std::string axis_value(const scenario::Scenario& s, Metric metric, std::string_view axis);
+/** @brief Throws std::invalid_argument, naming the axes, unless `axis` is one of axis_value's. */
 void check_group_axis(std::string_view axis);
 
 /** @brief The signed errors of one set's numeric rows (memory and fits rows left out) that share their values of
@@ -145,7 +143,7 @@ struct ErrorGroup {
   double min = 0.0;
   double max = 0.0;
 };
-/** @brief The report's numeric rows grouped per set by the values of `axes` (each one of group_axes()), the groups in
+/** @brief The report's numeric rows grouped per set by the values of `axes` (each one of axis_value's), the groups in
  *  order of their values (numbers as numbers). A set's structured residual shows here: the error of a kind of run
  *  that the rest of its set does not share. Throws std::invalid_argument for an unknown axis. */
 std::vector<ErrorGroup> group_errors(const ValidationReport& r, const std::vector<ValidationSet>& sets,
