@@ -723,6 +723,7 @@ std::string render_error_groups(const std::vector<ErrorGroup>& groups, const std
                               names, "set");
   for (std::size_t k = 0; k < axes.size(); ++k) o += fmt::format(" {:<{}}", axes[k], width[k]);
   o += fmt::format(" {:>6} {:>10} {:>8} {:>18}\n", "rows", "mean|err|", "bias", "min..max");
+  if (groups.empty()) o += "  (no numeric rows in these sets)\n";
   for (const auto& g : groups) {
     o += fmt::format("  {:<20}", g.set);
     for (std::size_t k = 0; k < axes.size(); ++k) o += fmt::format(" {:<{}}", g.values[k], width[k]);
