@@ -26,6 +26,8 @@ import time
 
 import torch
 
+from torch_timing import cpu_name
+
 
 def layout_for_reduce_scatter(grads, world):
     """The host part of a ZeRO-3 bucket's reduce-scatter (DeepSpeed 0.14's reduce_scatter_coalesced): per-rank
@@ -103,15 +105,7 @@ def main():
     device = torch.device("cuda" if cuda else "cpu")
     stream = torch.cuda.current_stream() if cuda else None
     where = torch.cuda.get_device_name() if cuda else "cpu"
-    cpu_name = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu_name = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
+    cpu = cpu_name(platform.processor() or platform.machine())
     print("op,world,tensors,host_us_per_call,host_us_per_rank_tensor,torch,device,cpu")
     for world in [int(w) for w in args.worlds.split(",")]:
         for tensors in [int(t) for t in args.tensors.split(",")]:
@@ -126,7 +120,7 @@ def main():
             ):
                 t = time_call(fn, args.repeats, args.warmup, cuda)
                 print(f"{op},{world},{tensors},{t * 1e6:.1f},{t * 1e6 / (world * tensors):.3f},"
-                      f"{torch.__version__},{where},\"{cpu_name}\"")
+                      f"{torch.__version__},{where},\"{cpu}\"")
                 sys.stdout.flush()
 
 

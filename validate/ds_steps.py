@@ -25,7 +25,7 @@ import time
 
 import torch
 
-from torch_timing import VOCAB, llama, median
+from torch_timing import VOCAB, cpu_name, llama, median
 
 # (hidden, ffn_hidden, heads, layers, seq_len, micro_batch)
 CONFIGS = [(1024, 2816, 8, 8, 2048, 1), (2048, 5632, 16, 8, 2048, 1), (4096, 11008, 32, 4, 2048, 1),
@@ -101,12 +101,7 @@ def run(cfg, mode, steps, warmup):
 def cpu_adam_rows(sizes, ds_version):
     from deepspeed.ops.adam import DeepSpeedCPUAdam
     out = []
-    cpu = ""
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "")
-    except OSError:
-        pass
+    cpu = cpu_name()
     for n in sizes:
         p = torch.nn.Parameter(torch.randn(n, dtype=torch.float32))
         p.grad = torch.randn(n, dtype=torch.float32)

@@ -27,15 +27,7 @@ import time
 import torch
 import torch.multiprocessing as mp
 
-from torch_timing import median
-
-
-def cpu_name():
-    try:
-        with open("/proc/cpuinfo") as f:
-            return next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "")
-    except OSError:
-        return ""
+from torch_timing import cpu_name, median
 
 
 def worker(rank, threads, elements, reps, barrier, out):

@@ -21,18 +21,10 @@ import time
 
 import torch
 
-from torch_timing import Gemms, median
+from torch_timing import Gemms, cpu_name, median
 
 SIZES = [64 * 2**20, 256 * 2**20, 1024 * 2**20]
 GEMMS = [(8192, 8192, 8192), (8192, 11008, 4096)]
-
-
-def cpu_name():
-    try:
-        with open("/proc/cpuinfo") as f:
-            return next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "")
-    except OSError:
-        return ""
 
 
 class Copies:

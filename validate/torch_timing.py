@@ -1,6 +1,6 @@
 """Timing of whole training steps, and the LLaMA-shaped models they time, for the measurement scripts beside this
 file (torch_step.py, torch_fsdp.py, ds_steps.py); GEMMs on a stream of their own, to time beside other work
-(torch_overlap.py, torch_hostlink.py)."""
+(torch_overlap.py, torch_hostlink.py); the host CPU's name for their CSV rows."""
 import time
 
 import torch
@@ -19,6 +19,15 @@ def llama(cfg):
                        max_position_embeddings=seq, tie_word_embeddings=False, attn_implementation="sdpa")
     torch.manual_seed(0)
     return LlamaForCausalLM(conf).to(device="cuda", dtype=torch.bfloat16)
+
+
+def cpu_name(default=""):
+    """The host CPU's model name as /proc/cpuinfo gives it (`default` where it cannot be read)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), default)
+    except OSError:
+        return default
 
 
 def median(xs):
