@@ -131,13 +131,16 @@ struct DeviceSpec {
   double cudnn_attention_speedup = 0.0;
   double cudnn_attention_backward_speedup = 0.0;
   std::string cudnn_attention_source = "[guess]";  ///< where the two come from
+  /// Whether this device knows cuDNN's speed-up both ways (else FlashAttention-2's rates stand in for cuDNN's).
+  [[nodiscard]] bool knows_cudnn_speedup() const {
+    return cudnn_attention_speedup > 0.0 && cudnn_attention_backward_speedup > 0.0;
+  }
   /** @brief The rates `kernel` runs at on this device, and whether they are borrowed. */
   [[nodiscard]] AttentionRates attention_rates(AttentionKernel kernel) const {
     if (kernel == AttentionKernel::kCudnn) {
       // FlashAttention-2's rates and schedule at cuDNN's speed-up over them, where this device has one.
       AttentionRates r = attention_rates(AttentionKernel::kFlash2);
-      const bool known = cudnn_attention_speedup > 0.0 && cudnn_attention_backward_speedup > 0.0;
-      if (known) {
+      if (knows_cudnn_speedup()) {
         r.forward *= cudnn_attention_speedup;
         r.backward *= cudnn_attention_backward_speedup;
       } else {
@@ -177,8 +180,7 @@ struct DeviceSpec {
    *  GEMM ceiling; for cuDNN's kernels the source of their speed-up, else FlashAttention-2's. */
   [[nodiscard]] const std::string& attention_source(AttentionKernel kernel) const {
     if (kernel == AttentionKernel::kCudnn) {
-      const bool known = cudnn_attention_speedup > 0.0 && cudnn_attention_backward_speedup > 0.0;
-      return known ? cudnn_attention_source : attention_source(AttentionKernel::kFlash2);
+      return knows_cudnn_speedup() ? cudnn_attention_source : attention_source(AttentionKernel::kFlash2);
     }
     const bool has_flash2 = attention_efficiency > 0.0 || attention_backward_efficiency > 0.0;
     const bool has_triton = triton_attention_efficiency > 0.0 || triton_attention_backward_efficiency > 0.0;
