@@ -456,6 +456,16 @@ struct CollectiveLibrarySpec {
   /// through the same transport: on Slingshot-11 through libfabric a small all-reduce's tree hop costs ~5-6 us
   /// (Alps's NCCL, LUMI's RCCL) where a ring all-gather's step costs 26-37 us (Polaris, Kestrel).
   std::array<double, 3> tree_step_s{-1.0, -1.0, -1.0};
+  /// Whether a ring across nodes steps at the pace of its network step under Simple: each of its steps (n - 1 in an
+  /// all-gather or a reduce-scatter, 2 (n - 1) in an all-reduce) takes at least one network step (net_step_s, else
+  /// the table's), while the transfer runs beneath (the call takes the longer of the two, not their sum). A
+  /// pipeline is as fast as its slowest stage: where the transport serves a ring's messages one by one at the
+  /// network hop (a rendezvous handshake per message: libfabric's CXI provider with FI_CXI_RDZV_THRESHOLD=0), every
+  /// step of the ring, the in-node ones included, waits for it. Without it (NCCL's tuning model) the network steps
+  /// count once each, as latency before the transfer. Measured for RCCL on Frontier under Simple, 64 MiB to 512 MiB
+  /// (the Frontier preset); LL's small calls keep NCCL's count, which its LL rings over the same fabric follow at
+  /// 540 nodes on Polaris.
+  bool paced_rings = false;
   /// the range a latency scale may take (a scenario's, a calibration's)
   static constexpr double kMinLatencyScale = 0.25;
   static constexpr double kMaxLatencyScale = 10.0;

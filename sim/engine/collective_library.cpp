@@ -209,6 +209,11 @@ LibraryChoice choose_library_call(const CollectiveLibrarySpec& lib, const Librar
       // Algorithm bandwidth: a ring moves nBytes x steps / ranks over each edge, a tree twice nBytes.
       const double ratio = a == kRing ? static_cast<double>(n) / steps : 0.5;
       const double bandwidth_s = call.bytes / (bw * ratio * 1e9);
+      // A ring paced by its network step under Simple (lib.paced_rings): every step waits for one, the transfer
+      // beneath them.
+      if (lib.paced_rings && a == kRing && p == 2 && nodes > 1) {
+        lat_us = std::max(lat_us, steps * measured_net_us - bandwidth_s * 1e6);
+      }
       const double predicted_s = table_us * 1e-6 + bandwidth_s;
       if (predicted_s < best_predicted) {
         best_predicted = predicted_s;

@@ -130,7 +130,7 @@ void apply_library(const ConfigNode& n, core::CollectiveLibrarySpec& l) {
     return;
   }
   n.expect_map({"library", "version", "latency_scale", "net_latency_scale", "net_step_latency", "tree_step_latency",
-                "host_cpu", "intra_link", "generation", "protocols"});
+                "host_cpu", "intra_link", "generation", "protocols", "paced_rings"});
   if (auto v = n.find("library")) l.family = family(*v);
   if (auto v = n.find("version")) {
     // NCCL's version, whose tuning table it picks by: "2.18" to "2.29".
@@ -163,6 +163,8 @@ void apply_library(const ConfigNode& n, core::CollectiveLibrarySpec& l) {
   };
   if (auto v = n.find("net_step_latency")) steps(*v, l.net_step_s);
   if (auto v = n.find("tree_step_latency")) steps(*v, l.tree_step_s);
+  // Rings across nodes at the pace of their network step (CollectiveLibrarySpec::paced_rings).
+  if (auto v = n.find("paced_rings")) l.paced_rings = v->as_bool();
   if (auto v = n.find("host_cpu")) l.amd_host = v->as_choice({"intel", "amd", "other"}) == "amd";
   if (auto v = n.find("intra_link")) {
     l.intra = v->as_choice({"nvlink", "pci"}) == "nvlink" ? Spec::IntraLink::kNvlink : Spec::IntraLink::kPci;

@@ -562,6 +562,7 @@ std::string cluster_to_yaml(const core::ClusterSpec& c) {
                      : lib.generation == L::Generation::kAmpere ? "ampere"
                                                                  : "hopper",
                      protocols);
+    if (lib.paced_rings) o += "  paced_rings: true\n";
   }
   return o;
 }

@@ -45,7 +45,8 @@ TEST(Validate, EveryShippedSetRunsAndNoRowThatRanIsRefused) {
                                                {"mosaic-mpt-a100-40gb", 78},
                                                {"zeropp-v100-fit", 2}, {"zeropp-v100", 10},
                                                {"h200-llama-steps", 36}, {"h200-fsdp-steps", 12},
-                                               {"torchtitan-h100", 16}, {"torchtitan-h200", 4}, {"fsdp-paper", 3}};
+                                               {"torchtitan-h100", 16}, {"torchtitan-h200", 4}, {"fsdp-paper", 3},
+                                               {"frontier-deepspeed-zero3", 6}};
   // Gaps the model has today, each with the reason it gives: a row that ran but that the model cannot take.
   const std::map<std::string, std::string> known_refused = {};
 
@@ -66,7 +67,7 @@ TEST(Validate, EveryShippedSetRunsAndNoRowThatRanIsRefused) {
   }
   EXPECT_EQ(refused, static_cast<int>(known_refused.size()));
   // The collective benchmarks come with the whole suite: every file, its rows, a summary of those rows.
-  ASSERT_EQ(j["collective_checks"].size(), 46u);
+  ASSERT_EQ(j["collective_checks"].size(), 63u);
   for (const auto& c : j["collective_checks"]) {
     ASSERT_GT(c["rows"].size(), 0u) << c["file"];
     double worst = 0.0;
@@ -119,9 +120,14 @@ TEST(Validate, PaperClaims) {
       // Simple ones, 2.5x its table's in-node hops: 336 of them in each 384-rank ring).
       // 1.053x, just outside, once both gather their 354 persistent parameters (the 20B GPT's norms and biases) one
       // by one over 384 ranks after the step, as DeepSpeed does: about 1 s that neither scheme shortens.
-      {"frontier-zeropp-over-zero3", {false, 1.053}},
+      // 1.09x once RCCL's rings are paced by their Simple step as its all-gathers on Frontier measure (Singh et al.):
+      // ZeRO++'s backward gathers in the node no longer pay 383 steps of 62.5 us each.
+      {"frontier-zeropp-over-zero3", {false, 1.091}},
       {"frontier-3level-over-zeropp", {false, 1.000}},
-      {"frontier-3level-scaling", {true, 0}},
+      // Held (0.78x) until the rings were paced: every plan that gathers over all 384 GCDs per layer, the 3-level
+      // scheme as shardsim reads it included, then loses 46% from 8 to 48 nodes (0.54x), where the paper's scheme
+      // keeps 94%: its gathers cannot be global RCCL rings, and the paper's body, which would say, is not at hand.
+      {"frontier-3level-scaling", {false, 0.538}},
       // Lassen (arXiv 2409.02423): naive compression +22.5%, hybrid +17.3% TFLOPS/GPU.
       // (0.99x / 0.98x with codec speeds a fraction of HBM bandwidth; the kernels measured on an H100, scaled to the
       // V100's 80 SMs, are slower)

@@ -359,6 +359,43 @@ TEST(CollectiveLibrary, RcclFollowsItsOwnTables) {
   EXPECT_NEAR(c.time_s, c.latency_s + 1e10 * 15.0 / 16.0 / 100e9, 1e-12);
 }
 
+// A paced ring (RCCL on Frontier) steps at its network step under Simple: 2,047 steps of a 2,048-rank all-gather each
+// take the measured 60 us, the transfer beneath them; the latency the call reports is what the steps add to the
+// transfer. Where the transfer is the longer, or the ring stays in one node, or the protocol is LL, nothing changes.
+TEST(CollectiveLibrary, PacedRingsStepAtTheirNetworkStepUnderSimple) {
+  CollectiveLibrarySpec lib;
+  lib.family = CollectiveLibrarySpec::Family::kRccl;
+  lib.protocols = {true, false, true};
+  lib.amd_host = true;
+  lib.net_step_s = {26e-6, -1.0, 60e-6};
+  CollectiveLibrarySpec chain = lib;
+  lib.paced_rings = true;
+  const auto latency_bound = call(graph::CollectiveOp::kAllGather, 2048, 256, 256e6, 100.0);
+  const auto paced = choose_library_call(lib, latency_bound);
+  const auto unpaced = choose_library_call(chain, latency_bound);
+  ASSERT_EQ(paced.protocol, Protocol::kSimple);
+  EXPECT_EQ(paced.algorithm, unpaced.algorithm);
+  EXPECT_NEAR(paced.time_s, 2047 * 60e-6, 1e-12);
+  EXPECT_GT(paced.time_s, 2.0 * unpaced.time_s);
+  EXPECT_NEAR(paced.time_s - paced.latency_s, unpaced.time_s - unpaced.latency_s, 1e-12);  // the same transfer
+  // All-reduce rings take 2 (n - 1) steps.
+  const auto ar = choose_library_call(lib, call(graph::CollectiveOp::kAllReduce, 2048, 256, 256e6, 100.0),
+                                      core::CollectiveAlgorithm::kRing);
+  ASSERT_EQ(ar.algorithm, core::CollectiveAlgorithm::kRing);
+  EXPECT_NEAR(ar.time_s, 2 * 2047 * 60e-6, 1e-12);
+  // A transfer longer than the steps: the same call as without pacing.
+  const auto bandwidth_bound = call(graph::CollectiveOp::kAllGather, 32, 4, 1e10, 100.0);
+  EXPECT_DOUBLE_EQ(choose_library_call(lib, bandwidth_bound).time_s, choose_library_call(chain, bandwidth_bound).time_s);
+  // One node: no network step to wait for.
+  const auto one_node = call(graph::CollectiveOp::kAllGather, 8, 1, 64e6, 100.0);
+  EXPECT_DOUBLE_EQ(choose_library_call(lib, one_node).time_s, choose_library_call(chain, one_node).time_s);
+  // LL: NCCL's count of network steps.
+  const auto small = call(graph::CollectiveOp::kAllGather, 2048, 256, 64e3, 100.0);
+  const auto small_paced = choose_library_call(lib, small);
+  ASSERT_EQ(small_paced.protocol, Protocol::kLL);
+  EXPECT_DOUBLE_EQ(small_paced.time_s, choose_library_call(chain, small).time_s);
+}
+
 // The cost model hands the library the levels' ring bandwidth and the group's node count.
 TEST(CollectiveLibrary, AutoOnATunedClusterIsTheLibrarysChoice) {
   auto c = testing::two_level(16);

@@ -981,6 +981,13 @@ TEST(Scenario, CollectiveLibraryKeysChangeThePresetsLibrary) {
       "s.yaml")[0];
   EXPECT_EQ(hops.cluster.library.tree_step_s, (std::array<double, 3>{6e-6, 36e-6, -1.0}));
   EXPECT_EQ(hops.cluster.library.net_step_s, (std::array<double, 3>{-1.0, -1.0, -1.0}));
+  // Rings paced by their network step: off by default, on or off by key.
+  EXPECT_FALSE(hops.cluster.library.paced_rings);
+  const auto paced = parse_scenarios(
+      replace(kGood, "  nodes: 2", "  nodes: 2\n  collective_library: {paced_rings: true}"), "s.yaml")[0];
+  EXPECT_TRUE(paced.cluster.library.paced_rings);
+  expect_error(replace(kGood, "  nodes: 2", "  nodes: 2\n  collective_library: {paced_rings: often}"),
+               {6, 37, "cluster.collective_library.paced_rings", "true or false"});
   // NCCL's version picks its tuning table; RCCL and alpha-beta have none.
   const auto v21 = parse_scenarios(
       replace(kGood, "  nodes: 2", "  nodes: 2\n  collective_library: {library: nccl, version: \"2.21\"}"), "s.yaml")[0];

@@ -27,7 +27,7 @@ std::string write_temp(const std::string& name, const std::string& text) {
 
 TEST(CollectiveChecks, ShippedBenchmarksNameTheirMachineAndForcedSettings) {
   const auto checks = load_collective_checks(data_dir());
-  ASSERT_EQ(checks.size(), 46u);
+  ASSERT_EQ(checks.size(), 63u);
   auto named = [&](const std::string& file) -> const CollectiveCheck& {
     for (const auto& c : checks) {
       if (fs::path(c.path).filename() == file) return c;
@@ -90,6 +90,23 @@ TEST(CollectiveChecks, ShippedBenchmarksNameTheirMachineAndForcedSettings) {
   EXPECT_LT(q512[0].measured_s, 2.0 * q64[0].measured_s);
   EXPECT_LT(q512[0].predicted_s, 2.0 * q64[0].predicted_s);
   EXPECT_GT(q512[0].predicted_s, q64[0].predicted_s);
+  // RCCL's all-gathers on 2,048 Frontier GCDs (Singh et al.): 128 MiB and 512 MiB take the same time, measured and
+  // predicted alike (a paced ring: 2,047 steps, the transfer beneath them), and 35x what 32 GCDs take for 128 MiB.
+  const auto& f2048 = named("frontier_256x8_all_gather_rccl220.txt");
+  const auto& f32 = named("frontier_4x8_all_gather_rccl220.txt");
+  EXPECT_EQ(f2048.cluster, "frontier");
+  EXPECT_EQ(f2048.op, graph::CollectiveOp::kAllGather);
+  EXPECT_EQ(f2048.role, "fit");
+  ASSERT_EQ(f2048.samples.size(), 4u);
+  const auto g2048 = predict_collective_check(f2048);
+  const auto g32 = predict_collective_check(f32);
+  EXPECT_EQ(g2048[1].bytes, 128.0 * 1024 * 1024);
+  EXPECT_EQ(g2048[3].bytes, 512.0 * 1024 * 1024);
+  EXPECT_LT(g2048[3].measured_s, 1.1 * g2048[1].measured_s);
+  EXPECT_LT(g2048[3].predicted_s, 1.1 * g2048[1].predicted_s);
+  EXPECT_EQ(g32[1].bytes, g2048[1].bytes);
+  EXPECT_GT(g2048[1].measured_s, 30.0 * g32[1].measured_s);
+  EXPECT_GT(g2048[1].predicted_s, 30.0 * g32[1].predicted_s);
 }
 
 // The table pools each machine's rows per role under the files: every row of the fitted and of the held-out files.

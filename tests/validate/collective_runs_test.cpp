@@ -166,6 +166,29 @@ TEST(CollectiveRuns, TheFrontierRcclNetworkIsTheFitToLumisAllReduce) {
       << f.check_before.mean_abs << " -> " << f.check_after.mean_abs;
 }
 
+// RCCL's rings on Frontier are paced by their network step under Simple: every one of an all-gather's n - 1 steps takes
+// at least one, the transfer beneath them. That step is the fit to RCCL 2.20's all-gathers on 1 to 256 Frontier nodes
+// (Singh et al., arXiv 2504.18658 v2; the files marked role=fit), from RCCL's own table (15.1 us); the reduce-scatters
+// and the all-reduces are held out and come out better too.
+TEST(CollectiveRuns, TheFrontierRingStepIsTheFitToRcclsAllGathers) {
+  const auto samples = shipped_samples("frontier", "frontier_");
+  ASSERT_EQ(samples.size(), 73u);
+  ASSERT_EQ(std::count_if(samples.begin(), samples.end(), [](const auto& c) { return !c.check; }), 35);
+  scenario::Scenario machine;
+  machine.cluster = *topology::find_cluster_preset("frontier");
+  machine.cluster.nodes = 256;
+  auto& lib = machine.cluster.library;
+  ASSERT_TRUE(lib.paced_rings);
+  const double fitted_step = lib.net_step_s[2];
+  lib.net_step_s[2] = -1.0;
+  const auto f = fit_collectives(samples, machine, {"collectives.net_step.Simple"});
+  EXPECT_TRUE(f.fit.converged) << f.fit.message;
+  EXPECT_NEAR(f.fit.values[0] / fitted_step, 1.0, 0.005) << "refit the preset: Simple ring step " << f.fit.values[0];
+  EXPECT_LT(f.fit_after.mean_abs, 0.8 * f.fit_before.mean_abs) << f.fit_before.mean_abs << " -> " << f.fit_after.mean_abs;
+  EXPECT_LT(f.check_after.mean_abs, 0.9 * f.check_before.mean_abs)
+      << f.check_before.mean_abs << " -> " << f.check_after.mean_abs;
+}
+
 // NCCL on CSCS Alps's GH200 nodes (machines/alps-gh200.yaml): its tree hops (LL, LL128), its share of each NIC and
 // its latency scale are the fit to the 1- and 8-node all-reduces, from Polaris's steps (which the rings keep); the 4- to
 // 512-node runs (16 to 2,048 GPUs) are held out and come out better too.
