@@ -458,13 +458,12 @@ struct CollectiveLibrarySpec {
   std::array<double, 3> tree_step_s{-1.0, -1.0, -1.0};
   /// Whether a ring across nodes steps at the pace of its network step under Simple: each of its steps (n - 1 in an
   /// all-gather or a reduce-scatter, 2 (n - 1) in an all-reduce) takes at least one network step (net_step_s, else
-  /// the table's), while the transfer runs beneath (the call takes the longer of the two, not their sum). A
-  /// pipeline is as fast as its slowest stage: where the transport serves a ring's messages one by one at the
-  /// network hop (a rendezvous handshake per message: libfabric's CXI provider with FI_CXI_RDZV_THRESHOLD=0), every
-  /// step of the ring, the in-node ones included, waits for it. Without it (NCCL's tuning model) the network steps
-  /// count once each, as latency before the transfer. Measured for RCCL on Frontier under Simple, 64 MiB to 512 MiB
-  /// (the Frontier preset); LL's small calls keep NCCL's count, which its LL rings over the same fabric follow at
-  /// 540 nodes on Polaris.
+  /// the table's), while the transfer runs beneath (the call takes the longer of the two, not their sum): a pipeline
+  /// as fast as its slowest stage, the network hop serving the ring's steps one by one, every step of the ring, the
+  /// in-node ones included, waiting for it. Without it (NCCL's tuning model) the network steps count once each, as
+  /// latency before the transfer. Measured for RCCL on Frontier under Simple, 64 MiB to 512 MiB (the Frontier
+  /// preset); NCCL over the same fabric, plugin and libfabric settings (Perlmutter, 2,048 ranks) and NCCL's LL rings
+  /// on Polaris (540 nodes) follow NCCL's count, so it is a property of the library on its machine, not of the fabric.
   bool paced_rings = false;
   /// the range a latency scale may take (a scenario's, a calibration's)
   static constexpr double kMinLatencyScale = 0.25;
