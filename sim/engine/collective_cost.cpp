@@ -168,6 +168,8 @@ CollectiveEstimate library_collective(const LevelView& v, CollectiveOp op, doubl
   e.algorithm = c.algorithm;
   e.protocol = c.protocol;
   e.latency_s = c.latency_s;
+  e.paced_s = c.paced_s;
+  e.unpaced_latency_s = c.unpaced_latency_s;
   e.bandwidth_factor = c.bandwidth_factor;
   e.time = core::Seconds(m <= 0.0 ? c.latency_s : c.time_s);
   return e;

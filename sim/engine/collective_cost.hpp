@@ -29,6 +29,10 @@ struct CollectiveEstimate {
   /// the library protocol, when the cluster's collective library chose it (else alpha-beta from the levels)
   std::optional<Protocol> protocol;
   double latency_s = 0.0;  ///< the part of `time` that does not scale with bytes (without codec kernels)
+  /// A paced ring's floor (LibraryChoice::paced_s): `time` is at least this; 0: not paced. unpaced_latency_s is
+  /// then the library's own latency, which the SimGrid engine pays before the flows while the floor runs beside.
+  double paced_s = 0.0;
+  double unpaced_latency_s = 0.0;
   /// the algorithm's and protocol's bandwidth over the levels' ring bandwidth: a ring's flows carry bytes per
   /// edge / factor, a tree's 2 x bytes / factor
   double bandwidth_factor = 1.0;

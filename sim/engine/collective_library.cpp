@@ -211,8 +211,11 @@ LibraryChoice choose_library_call(const CollectiveLibrarySpec& lib, const Librar
       const double bandwidth_s = call.bytes / (bw * ratio * 1e9);
       // A ring paced by its network step under Simple (lib.paced_rings): every step waits for one, the transfer
       // beneath them.
+      const double unpaced_us = lat_us;
+      double paced_us = 0.0;
       if (lib.paced_rings && a == kRing && p == 2 && nodes > 1) {
-        lat_us = std::max(lat_us, steps * measured_net_us - bandwidth_s * 1e6);
+        paced_us = steps * measured_net_us;
+        lat_us = std::max(lat_us, paced_us - bandwidth_s * 1e6);
       }
       const double predicted_s = table_us * 1e-6 + bandwidth_s;
       if (predicted_s < best_predicted) {
@@ -220,6 +223,8 @@ LibraryChoice choose_library_call(const CollectiveLibrarySpec& lib, const Librar
         best.algorithm = a == kRing ? CollectiveAlgorithm::kRing : CollectiveAlgorithm::kTree;
         best.protocol = static_cast<Protocol>(p);
         best.latency_s = lat_us * 1e-6;
+        best.paced_s = paced_us * 1e-6;
+        best.unpaced_latency_s = unpaced_us * 1e-6;
         best.bandwidth_factor = bw / bus;
         best.time_s = lat_us * 1e-6 + bandwidth_s;
       }

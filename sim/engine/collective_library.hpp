@@ -42,6 +42,10 @@ struct LibraryChoice {
   core::CollectiveAlgorithm algorithm = core::CollectiveAlgorithm::kRing;  ///< kRing or kTree
   Protocol protocol = Protocol::kSimple;
   double latency_s = 0.0;  ///< the latency the call costs (the measured hops), not the table's
+  /// A paced ring's floor (CollectiveLibrarySpec::paced_rings): the call takes at least this, its transfer beneath
+  /// it, and latency_s is what the floor adds to the transfer (at least the library's own latency). 0: not paced.
+  double paced_s = 0.0;
+  double unpaced_latency_s = 0.0;  ///< where paced_s > 0: the library's own latency, before the floor
   /// the protocol's bandwidth over the Simple ring's bus bandwidth: the bandwidth term is the ring's bytes per
   /// edge / (bus_Bps x bandwidth_factor) for rings, and bytes x 2 / (bus_Bps x bandwidth_factor) for trees
   double bandwidth_factor = 1.0;

@@ -122,6 +122,7 @@ GroupGeometry place_group(const core::ClusterSpec& c, const graph::GroupShape& s
 
 struct Phase {
   double pre_delay_s = 0.0;  // latency of the steps beyond the first, and codec kernels
+  double floor_s = 0.0;      // a paced ring's: the phase ends no earlier than this after it starts (0: none)
   std::vector<NetFlow> flows;
 };
 
@@ -130,6 +131,7 @@ struct CommPlan {
   std::vector<std::pair<int, double>> link_bytes;  // (2 * link + reverse, bytes)
   double codec_s = 0.0;    // compression kernels (part of the phases' pre-delays)
   double latency_s = 0.0;  // per-step latencies beyond each phase's first step (the rest of the pre-delays)
+  double paced_latency_s = 0.0;  // what paced rings' floors add to their transfers, as the analytical engine counts it
   int bound_link = -1;     // link direction with the most bytes per bandwidth: what bounds the plan alone
   double bound_s = 0.0;    // its bytes / bandwidth
 };
@@ -285,8 +287,14 @@ class Planner {
     }
     // The library's latency is the whole call's, the first hop included (the flows pay that one); alpha-beta
     // pays each further step at the route's latency.
-    ph.pre_delay_s = codec_s + (est.protocol ? std::max(0.0, est.latency_s - max_latency(ph.flows))
+    // A paced ring's steps run beside its flows: the library's own latency before them, the floor under the whole.
+    const double library_latency = est.paced_s > 0.0 ? est.unpaced_latency_s : est.latency_s;
+    ph.pre_delay_s = codec_s + (est.protocol ? std::max(0.0, library_latency - max_latency(ph.flows))
                                              : std::max(0.0, steps - 1.0) * max_latency(ph.flows));
+    if (est.paced_s > 0.0) {
+      ph.floor_s = codec_s + est.paced_s;
+      p.paced_latency_s += est.latency_s - est.unpaced_latency_s;
+    }
     p.phases.push_back(std::move(ph));
   }
 
@@ -388,7 +396,7 @@ class Planner {
     }
     double delays = 0.0;
     for (const Phase& ph : p.phases) delays += ph.pre_delay_s;
-    p.latency_s = std::max(0.0, delays - p.codec_s);
+    p.latency_s = std::max(0.0, delays - p.codec_s) + p.paced_latency_s;
   }
 
   const core::ClusterSpec& c_;
@@ -528,6 +536,7 @@ class Simulation {
   // `lane`: the task's stream on the ideal platform (one copy of it per stream), else 0.
   void play(const CommPlan& p, double fraction, int lane) {
     for (const Phase& ph : p.phases) {
+      const double start = NetSim::now();
       NetSim::sleep_for(ph.pre_delay_s * fraction);
       if (fraction == 1.0) {
         net_.transfer(ph.flows, lane);
@@ -536,6 +545,8 @@ class Simulation {
         for (NetFlow& f : part) f.bytes *= fraction;
         net_.transfer(part, lane);
       }
+      // A paced ring: its steps, beside the flows, may end after them.
+      if (const double rest = start + ph.floor_s * fraction - NetSim::now(); rest > 0.0) NetSim::sleep_for(rest);
     }
   }
 

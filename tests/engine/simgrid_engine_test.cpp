@@ -144,6 +144,30 @@ TEST(SimGridEngine, RunsTheLibrarysChoiceAsTheAnalyticalEngineDoes) {
   }
 }
 
+// RCCL's paced rings on Frontier (collective_library.paced_rings): the SimGrid engine runs the steps beside the flows
+// and ends the call no earlier than the floor, as the analytical engine takes the longer of the two: at 64 MB over
+// 32 nodes the steps bound the call (on the link graph too), at 16 GB over 4 the transfer does.
+TEST(SimGridEngine, PacedRingsEndWithTheirStepsOrTheirTransferAsTheAnalyticalEngine) {
+  if (!engine::simgrid_available()) GTEST_SKIP() << "built without SimGrid";
+  const core::ClusterSpec c = small("frontier", 32, 3).cluster;
+  ASSERT_TRUE(c.library.paced_rings);
+  graph::GroupShape wide;
+  wide.size = 256;
+  wide.levels = 3;
+  wide.ranks_within = {2, 8, 256};
+  graph::GroupShape narrow = wide;
+  narrow.size = 32;
+  narrow.ranks_within = {2, 8, 32};
+  for (auto kind : {topology::TopologyKind::kIdeal, topology::TopologyKind::kLevels, topology::TopologyKind::kLinks}) {
+    EXPECT_NEAR(one_all_gather_ratio(c, wide, 64e6, kind, core::CollectiveAlgorithm::kAuto), 1.0, 0.001)
+        << static_cast<int>(kind);
+  }
+  for (auto kind : {topology::TopologyKind::kIdeal, topology::TopologyKind::kLevels}) {
+    EXPECT_NEAR(one_all_gather_ratio(c, narrow, 16e9, kind, core::CollectiveAlgorithm::kAuto), 1.0, 0.01)
+        << static_cast<int>(kind);
+  }
+}
+
 TEST(SimGridEngine, Deterministic) {
   if (!engine::simgrid_available()) GTEST_SKIP() << "built without SimGrid";
   const auto s = small("frontier", 2, 3);
