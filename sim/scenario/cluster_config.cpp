@@ -3,11 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <limits>
 #include <memory>
 #include <optional>
 #include <utility>
 
+#include "sim/scenario/scenario.hpp"
+#include "sim/scenario/text_file.hpp"
 #include "topology/cluster_presets.hpp"
 #include "topology/link_topology.hpp"
 
@@ -367,10 +370,23 @@ core::ClusterSpec parse_cluster(const ConfigNode& n) {
   if (n.is_scalar()) {
     c = preset_or_fail(n, n.as_string());
   } else {
-    n.expect_map({"preset", "name", "nodes", "devices_per_node", "device", "host", "network", "topology", "fabric",
-                  "collective_library"});
+    n.expect_map({"preset", "machine", "name", "nodes", "devices_per_node", "device", "host", "network", "topology",
+                  "fabric", "collective_library"});
+    if (n.has("preset") && n.has("machine")) n.get("machine").fail("give either preset or machine, not both");
     if (auto p = n.find("preset")) {
       c = preset_or_fail(*p, p->as_string());
+    } else if (auto m = n.find("machine")) {
+      // A machine described once in a scenario file of its own (its path relative to this file): that file's
+      // cluster, which the keys here then change as they change a preset.
+      std::filesystem::path path = m->as_string();
+      if (path.is_relative()) path = std::filesystem::path(n.file()).parent_path() / path;
+      if (!std::filesystem::exists(path)) m->fail(fmt::format("file '{}' does not exist", path.string()));
+      const ConfigNode inner = ConfigNode::parse(read_text_file(path.string(), "machine file"), path.string());
+      if (const auto ic = inner.find("cluster"); ic && !ic->is_scalar() && ic->has("machine")) {
+        m->fail(fmt::format("a scenario file whose cluster is not itself another file's ('{}' names one)",
+                            path.string()));
+      }
+      c = load_scenarios(path.string()).at(0).cluster;
     } else {
       for (const char* key : {"nodes", "devices_per_node", "device", "network"}) (void)n.get(key);
       c.name = "custom";
@@ -389,7 +405,9 @@ core::ClusterSpec parse_cluster(const ConfigNode& n) {
     if (auto v = n.find("devices_per_node")) {
       const int built = c.devices_per_node;
       c.devices_per_node = v->as_positive_int();
-      if (n.has("preset") && !n.has("network") && c.devices_per_node != built) c.levels = part_of_node(*v, c, built);
+      if ((n.has("preset") || n.has("machine")) && !n.has("network") && c.devices_per_node != built) {
+        c.levels = part_of_node(*v, c, built);
+      }
     }
     if (auto v = n.find("device")) apply_device(*v, c.device);
     if (auto v = n.find("host")) apply_host(*v, c.host);

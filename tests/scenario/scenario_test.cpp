@@ -423,6 +423,56 @@ TEST(ScenarioOffload, RulesAndErrors) {
   expect_error(base + "  offload_optimizer: {device: cpu, ratio: 2}\n", {5, 43, "plan.offload_optimizer.ratio", "(0, 1]"});
 }
 
+// A machine described once in a scenario file of its own (cluster.machine, relative to the file that names it): its
+// cluster, which the keys beside it change as they change a preset's; a missing file, a preset beside it, and a
+// machine file whose cluster names yet another file are errors at the key.
+TEST(ScenarioCluster, MachineFromAnotherScenarioFile) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "shardsim_machine_test";
+  std::filesystem::create_directories(dir / "machines");
+  std::ofstream(dir / "machines" / "box.yaml")
+      << "model: llama2-7b\ncluster:\n  preset: polaris\n  name: box\n  nodes: 4\n  network:\n"
+         "    - {name: nvlink, ranks: 4, bandwidth: 100GB/s, latency: 2us}\n"
+         "    - {name: fabric, ranks: all, bandwidth: 20GB/s, latency: 5us}\n"
+         "  collective_library: {net_step_latency: {LL128: 20us}}\nplan: {zero_stage: 1}\n";
+  const std::string yaml =
+      "model: llama2-7b\ncluster: {machine: machines/box.yaml, nodes: 8}\nplan: {zero_stage: 3, micro_batch: 1}\n";
+  const std::string file = (dir / "run.yaml").string();
+  std::ofstream(file) << yaml;
+  const Scenario s = load_scenarios(file).at(0);
+  const Scenario machine = load_scenarios((dir / "machines" / "box.yaml").string()).at(0);
+  EXPECT_EQ(s.cluster.name, "box");
+  EXPECT_EQ(s.cluster.nodes, 8);  // the key beside it
+  ASSERT_EQ(s.cluster.levels.size(), 2u);
+  EXPECT_EQ(s.cluster.levels[1].name, "fabric");
+  EXPECT_DOUBLE_EQ(s.cluster.levels[1].link_bandwidth.value(), 20e9);
+  EXPECT_DOUBLE_EQ(s.cluster.library.net_step_s[1], 20e-6);
+  EXPECT_EQ(s.cluster.device.name, machine.cluster.device.name);
+  Scenario same = machine;
+  same.cluster.nodes = 8;
+  same.plan = s.plan;
+  same.model = s.model;
+  EXPECT_EQ(evaluate(s).run.iteration_time.value(), evaluate(same).run.iteration_time.value());
+  // Errors at the key, in the file that names the machine.
+  auto error_of = [&](const std::string& text) -> std::string {
+    std::ofstream(file) << text;
+    try {
+      (void)load_scenarios(file);
+    } catch (const core::ConfigError& e) {
+      EXPECT_EQ(e.where().file, file) << e.what();
+      return e.what();
+    }
+    ADD_FAILURE() << "no error for " << text;
+    return "";
+  };
+  EXPECT_NE(error_of(replace(yaml, "machines/box.yaml", "machines/none.yaml")).find("does not exist"), std::string::npos);
+  EXPECT_NE(error_of(replace(yaml, "{machine:", "{preset: polaris, machine:")).find("either preset or machine"),
+            std::string::npos);
+  std::ofstream(dir / "machines" / "twice.yaml") << "model: llama2-7b\ncluster: {machine: box.yaml}\nplan: {}\n";
+  EXPECT_NE(error_of(replace(yaml, "machines/box.yaml", "machines/twice.yaml")).find("not itself another file"),
+            std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
 // DeepSpeed's BF16_Optimizer is what fp32 gradient accumulation means in a plan, so only where DeepSpeed builds it;
 // CUDA_LAUNCH_BLOCKING is a run setting any plan may have. Both round-trip through the scenario file.
 TEST(ScenarioPlan, GradAccumDtypeAndLaunchBlocking) {
