@@ -677,6 +677,14 @@ std::string scenario_with_plan(const std::string& path, const core::PlanSpec& pl
           std::filesystem::absolute(std::filesystem::path(path).parent_path() / hf).lexically_normal().string();
     }
   }
+  // So is a machine file (cluster.machine).
+  if (out["cluster"] && out["cluster"].IsMap() && out["cluster"]["machine"]) {
+    const std::filesystem::path m = out["cluster"]["machine"].as<std::string>();
+    if (m.is_relative()) {
+      out["cluster"]["machine"] =
+          std::filesystem::absolute(std::filesystem::path(path).parent_path() / m).lexically_normal().string();
+    }
+  }
   YAML::Emitter e;
   e << out;
   return std::string(e.c_str()) + "\n";

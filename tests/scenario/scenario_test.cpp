@@ -452,6 +452,10 @@ TEST(ScenarioCluster, MachineFromAnotherScenarioFile) {
   same.plan = s.plan;
   same.model = s.model;
   EXPECT_EQ(evaluate(s).run.iteration_time.value(), evaluate(same).run.iteration_time.value());
+  // A copy with another plan (search's winner, sweep points) names the machine file absolutely: it runs from anywhere.
+  const std::string copy = scenario_with_plan(file, s.plan, s.cluster, "copy");
+  EXPECT_NE(copy.find((dir / "machines" / "box.yaml").string()), std::string::npos) << copy;
+  EXPECT_EQ(parse_scenarios(copy, "elsewhere/copy.yaml").at(0).cluster.levels[1].name, "fabric");
   // Errors at the key, in the file that names the machine.
   auto error_of = [&](const std::string& text) -> std::string {
     std::ofstream(file) << text;
