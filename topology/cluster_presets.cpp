@@ -75,7 +75,7 @@ constexpr double kRcclSlingshotBandwidth = 23.04296618;  // GB/s per NIC
 // (Singh et al., arXiv 2504.18658 v2, Figs. 1, 3 and 10: the files marked role=fit; 45% -> 32% mean error there), its
 // reduce-scatters and the all-reduces held out (46% -> 38%). RCCL's all-gathers and reduce-scatters take (ranks - 1)
 // x 67-90 us from 32 nodes on whatever their size: paced steps. On 2 to 16 nodes the steps the same runs imply are
-// 32-37 us, and there the fit is up to 1.9x slow where a call is latency-bound; from 32 nodes on it is 20-30% fast.
+// 32-37 us, and there the fit is up to 1.9x slow where a call is latency-bound; from 32 nodes on it is 16-25% fast.
 // What doubles the step at 32 nodes is not modelled (the authors find RCCL's messages landing on the NIC's overflow
 // list 200x as often as their library's at 2,048 GCDs). NCCL 2.24 over the same fabric and libfabric settings on
 // Perlmutter is not paced (validate/data/collectives/perlmutter_*.txt): the pacing is RCCL's.
