@@ -70,6 +70,16 @@ int cmd_collective(const std::vector<std::string>& args) {
   std::cout << fmt::format("{} on {}: {} ranks ({} nodes x {}), library {} ({}), algorithm {}\n",
                            vm["op"].as<std::string>(), c.name, ranks, ranks / ppn, ppn,
                            core::library_label(c.library), c.library.source, core::algorithm_name(algorithm));
+  // A library whose rings are paced: say what floor its Simple rings across these nodes put under a call.
+  const bool paced = c.library.paced_rings && c.library.family != core::CollectiveLibrarySpec::Family::kAlphaBeta &&
+                     ranks / ppn > 1;
+  if (paced) {
+    const int steps = op == graph::CollectiveOp::kAllReduce ? 2 * (ranks - 1) : ranks - 1;
+    const double step_s = engine::network_step_s(c.library, engine::Protocol::kSimple);
+    std::cout << fmt::format("rings paced: under Simple a ring takes at least its {} steps x {:.3g} us = {:.4g} ms, "
+                             "its transfer beneath them\n",
+                             steps, step_s * 1e6, steps * step_s * 1e3);
+  }
   std::cout << fmt::format("{:>12}  {:>11}  {:>10}  {:>10}  {:>12}  {:>8}  {:>10}\n", "size (B)", "time (us)",
                            "algbw GB/s", "busbw GB/s", "algorithm", "protocol", "latency us");
   for (double size = lo; size <= hi * (1.0 + 1e-12); size *= 2.0) {
@@ -81,7 +91,8 @@ int cmd_collective(const std::vector<std::string>& args) {
     std::cout << fmt::format("{:>12.0f}  {:>11.2f}  {:>10.2f}  {:>10.2f}  {:>12}  {:>8}  {:>10.2f}\n", size, t * 1e6,
                              algbw, busbw, core::algorithm_name(e.algorithm), protocol, e.latency_s * 1e6);
     rows.push_back({{"bytes", size}, {"time_s", t}, {"algbw_GBps", algbw}, {"busbw_GBps", busbw},
-                    {"algorithm", core::algorithm_name(e.algorithm)}, {"protocol", protocol}, {"latency_s", e.latency_s}});
+                    {"algorithm", core::algorithm_name(e.algorithm)}, {"protocol", protocol}, {"latency_s", e.latency_s},
+                    {"paced_s", e.paced_s}});
   }
   if (vm.count("json")) {
     nlohmann::json j = json_document<nlohmann::json>("collective");

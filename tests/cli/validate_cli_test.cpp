@@ -468,9 +468,33 @@ TEST(Collective, PrintsAndWritesTheLibrarysChoiceSizeBySize) {
     EXPECT_NEAR(row["busbw_GBps"].get<double>(), row["algbw_GBps"].get<double>() * 2.0 * 15.0 / 16.0, 1e-9);
     EXPECT_NE(r.out.find(row["protocol"].get<std::string>()), std::string::npos);
   }
+  for (const auto& row : j["rows"]) EXPECT_EQ(row["paced_s"].get<double>(), 0.0);  // NCCL's rings are not paced
+  EXPECT_EQ(r.out.find("rings paced:"), std::string::npos);
   EXPECT_EQ(run("collective dgx-h100 --ranks 1").code, 2);
   EXPECT_EQ(run("collective dgx-h100 --op broadcast").code, 2);
   EXPECT_EQ(run("collective no-such-machine").code, 2);
+  fs::remove_all(d);
+}
+
+// RCCL's paced rings on Frontier: the command says what floor a Simple ring across nodes puts under a call, and a
+// latency-bound all-gather over 2,048 GCDs takes exactly that (2,047 steps of the fitted step); inside one node
+// nothing is paced.
+TEST(Collective, SaysWhereRingsArePaced) {
+  const fs::path d = temp_dir("collective-paced");
+  const Outcome r = run("collective frontier --op all_gather --ranks 2048 --min-size 64MiB --max-size 64MiB --json '" +
+                        (d / "c.json").string() + "'");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("rings paced: under Simple a ring takes at least its 2047 steps x 62.5 us"), std::string::npos)
+      << r.out;
+  const auto j = nlohmann::json::parse(read(d / "c.json"));
+  ASSERT_EQ(j["rows"].size(), 1u);
+  const auto& row = j["rows"][0];
+  EXPECT_EQ(row["protocol"], "Simple");
+  EXPECT_NEAR(row["paced_s"].get<double>(), 2047 * 62.5256e-6, 1e-9);
+  EXPECT_DOUBLE_EQ(row["time_s"].get<double>(), row["paced_s"].get<double>());
+  const Outcome node = run("collective frontier --op all_gather --ranks 8 --min-size 64MiB --max-size 64MiB");
+  ASSERT_EQ(node.code, 0) << node.out;
+  EXPECT_EQ(node.out.find("rings paced:"), std::string::npos) << node.out;
   fs::remove_all(d);
 }
 
