@@ -74,7 +74,7 @@ int cmd_collective(const std::vector<std::string>& args) {
   const bool paced = c.library.paced_rings && c.library.family != core::CollectiveLibrarySpec::Family::kAlphaBeta &&
                      ranks / ppn > 1;
   if (paced) {
-    const int steps = op == graph::CollectiveOp::kAllReduce ? 2 * (ranks - 1) : ranks - 1;
+    const int steps = engine::ring_steps(op, ranks);
     const double step_s = engine::network_step_s(c.library, engine::Protocol::kSimple);
     std::cout << fmt::format("rings paced: under Simple a ring takes at least its {} steps x {:.3g} us = {:.4g} ms, "
                              "its transfer beneath them\n",

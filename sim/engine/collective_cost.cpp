@@ -199,7 +199,7 @@ CollectiveEstimate estimate_collective(const core::ClusterSpec& cluster, const G
 
   const bool all_reduce = op == CollectiveOp::kAllReduce;
   const double per_edge = ring_edge_factor(op, n) * m;
-  const int steps = all_reduce ? 2 * (n - 1) : n - 1;
+  const int steps = ring_steps(op, n);
 
   const bool tuned = cluster.library.family != core::CollectiveLibrarySpec::Family::kAlphaBeta &&
                      (requested == CollectiveAlgorithm::kAuto || requested == CollectiveAlgorithm::kRing ||

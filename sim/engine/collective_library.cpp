@@ -103,6 +103,8 @@ int log2i(double n) {
 
 std::string_view protocol_name(Protocol p) { return core::protocol_name(static_cast<std::size_t>(p)); }
 
+int ring_steps(CollectiveOp op, int n) { return op == CollectiveOp::kAllReduce ? 2 * (n - 1) : n - 1; }
+
 double network_step_s(const CollectiveLibrarySpec& lib, Protocol p) {
   SHARDSIM_ASSERT(lib.family != CollectiveLibrarySpec::Family::kAlphaBeta, "not a tuned library");
   const auto pi = static_cast<std::size_t>(p);
@@ -133,7 +135,7 @@ LibraryChoice choose_library_call(const CollectiveLibrarySpec& lib, const Librar
   const int nodes = call.nodes;
   const int ppn = n / nodes;
   const int intra_hw = lib.intra == CollectiveLibrarySpec::IntraLink::kNvlink ? kNvlink : kPci;
-  const int steps = all_reduce ? 2 * (n - 1) : n - 1;
+  const int steps = ring_steps(call.op, n);
   const int net_steps = all_reduce ? (nodes > 1 ? (minor >= 23 ? 2 * (nodes - 1) : 2 * nodes) : 0) : nodes - 1;
   const double bus = call.bus_Bps / 1e9;  // GB/s, as the tables
   const int gen = static_cast<int>(lib.generation);

@@ -28,6 +28,10 @@ namespace shardsim::engine {
 enum class Protocol : std::uint8_t { kLL, kLL128, kSimple };
 std::string_view protocol_name(Protocol p);
 
+/** @brief The steps of a ring over `n` ranks: n - 1 for an all-gather or a reduce-scatter, 2 (n - 1) for an
+ *  all-reduce (its reduce-scatter, then its all-gather). */
+int ring_steps(graph::CollectiveOp op, int n);
+
 /** @brief A collective call as the library's tuning model sees it. */
 struct LibraryCall {
   graph::CollectiveOp op = graph::CollectiveOp::kAllReduce;

@@ -279,7 +279,7 @@ class Planner {
     // flows carry what the protocol's bandwidth makes of the bytes (LL and LL128 move less per second).
     const bool tree = all_reduce && est.algorithm == core::CollectiveAlgorithm::kTree;
     const double per_edge = ring_edge_factor(t.op, n) * wire;
-    const double steps = tree ? 2.0 * std::ceil(std::log2(nn)) : (all_reduce ? 2.0 * (nn - 1.0) : nn - 1.0);
+    const double steps = tree ? 2.0 * std::ceil(std::log2(nn)) : static_cast<double>(ring_steps(t.op, n));
     Phase ph;
     for (int l = 0; l <= geo.top; ++l) {
       const double bytes = (tree ? 2.0 * wire : per_edge) / (est.bandwidth_factor * geo.w(l - 1));

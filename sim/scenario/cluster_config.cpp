@@ -381,12 +381,13 @@ core::ClusterSpec parse_cluster(const ConfigNode& n) {
       std::filesystem::path path = m->as_string();
       if (path.is_relative()) path = std::filesystem::path(n.file()).parent_path() / path;
       if (!std::filesystem::exists(path)) m->fail(fmt::format("file '{}' does not exist", path.string()));
-      const ConfigNode inner = ConfigNode::parse(read_text_file(path.string(), "machine file"), path.string());
+      const std::string text = read_text_file(path.string(), "machine file");
+      const ConfigNode inner = ConfigNode::parse(text, path.string());
       if (const auto ic = inner.find("cluster"); ic && !ic->is_scalar() && ic->has("machine")) {
         m->fail(fmt::format("a scenario file whose cluster is not itself another file's ('{}' names one)",
                             path.string()));
       }
-      c = load_scenarios(path.string()).at(0).cluster;
+      c = parse_scenarios(text, path.string()).at(0).cluster;
     } else {
       for (const char* key : {"nodes", "devices_per_node", "device", "network"}) (void)n.get(key);
       c.name = "custom";

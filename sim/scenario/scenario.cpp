@@ -669,20 +669,14 @@ std::string scenario_with_plan(const std::string& path, const core::PlanSpec& pl
   out.remove("sweep");
   out["name"] = name;
   out["plan"] = YAML::Load(plan_to_yaml(plan, cluster));
-  // A Hugging Face config named relative to the scenario: absolute, so that the copy runs from anywhere.
-  if (out["model"] && out["model"].IsMap() && out["model"]["hf_config"]) {
-    const std::filesystem::path hf = out["model"]["hf_config"].as<std::string>();
-    if (hf.is_relative()) {
-      out["model"]["hf_config"] =
-          std::filesystem::absolute(std::filesystem::path(path).parent_path() / hf).lexically_normal().string();
-    }
-  }
-  // So is a machine file (cluster.machine).
-  if (out["cluster"] && out["cluster"].IsMap() && out["cluster"]["machine"]) {
-    const std::filesystem::path m = out["cluster"]["machine"].as<std::string>();
-    if (m.is_relative()) {
-      out["cluster"]["machine"] =
-          std::filesystem::absolute(std::filesystem::path(path).parent_path() / m).lexically_normal().string();
+  // Files named relative to the scenario (a Hugging Face config, a machine file): absolute, so that the copy runs
+  // from anywhere.
+  for (const auto& [section, key] : {std::pair{"model", "hf_config"}, std::pair{"cluster", "machine"}}) {
+    if (!out[section] || !out[section].IsMap() || !out[section][key]) continue;
+    const std::filesystem::path f = out[section][key].as<std::string>();
+    if (f.is_relative()) {
+      out[section][key] =
+          std::filesystem::absolute(std::filesystem::path(path).parent_path() / f).lexically_normal().string();
     }
   }
   YAML::Emitter e;
