@@ -379,6 +379,10 @@ void apply_parameters(const Calibration& c, scenario::Scenario& s) {
                   [](const auto& u) { return u.first->name.rfind("device.triton_attention", 0) == 0; })) {
     s.cluster.device.triton_attention_source = s.cluster.device.efficiency_source;
   }
+  if (std::any_of(updates.begin(), updates.end(),
+                  [](const auto& u) { return u.first->name.rfind("device.cudnn_attention", 0) == 0; })) {
+    s.cluster.device.cudnn_attention_source = s.cluster.device.efficiency_source;
+  }
 }
 
 Calibration load_calibration(const std::string& path) {

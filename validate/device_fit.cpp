@@ -24,9 +24,10 @@ bool from_torch(const Measurement& m) { return m.name.rfind("torch_", 0) == 0; }
 // An attention measurement of the backward pass (torch_flash_bwd), else the forward.
 bool backward(const Measurement& m) { return m.name.find("bwd") != std::string::npos; }
 // FlashAttention-2's kernels (PyTorch's flash backend): the family the device's attention rates describe. The
-// harness also times cuDNN's attention (torch_cudnn_*), which PyTorch prefers on Hopper; those rows are data for a
-// family of their own, not this fit.
+// harness also times cuDNN's attention (torch_cudnn_*), which PyTorch prefers on Hopper; those rows fit cuDNN's
+// speed-up over FlashAttention-2's schedule, not the schedule itself.
 bool flash2_attention(const Measurement& m) { return m.kind == "attention" && m.name.rfind("torch_flash_", 0) == 0; }
+bool cudnn_attention(const Measurement& m) { return m.kind == "attention" && m.name.rfind("torch_cudnn_", 0) == 0; }
 
 double predict_gemm(const KernelModel& km, const Measurement& m) {
   return km.gemm({static_cast<double>(m.m), static_cast<double>(m.n), static_cast<double>(m.k)}).value();
@@ -46,10 +47,12 @@ struct Group {
   bool fitted;
   std::vector<const Measurement*> rows;
   Predict predict;
+  /// the attention kernels the device model times (cuDNN's rows: FlashAttention-2's schedule at cuDNN's speed-up)
+  core::AttentionKernel attention = core::AttentionKernel::kFlash2;
 };
 
 std::vector<std::optional<double>> predict_all(const core::DeviceSpec& d, const Group& g) {
-  const KernelModel km(d, core::Dtype::kBf16);
+  const KernelModel km(d, core::Dtype::kBf16, g.attention);
   std::vector<std::optional<double>> out;
   for (const Measurement* m : g.rows) out.emplace_back(g.predict(km, *m));
   return out;
@@ -135,6 +138,12 @@ DeviceFit fit_device(const Results& r, const std::string& file) {
   const Group att_bwd{"FlashAttention backward (PyTorch)", true,
                       rows([](const Measurement& m) { return flash2_attention(m) && backward(m); }),
                       predict_attention};
+  const Group cudnn_fwd{"cuDNN attention forward (PyTorch)", true,
+                        rows([](const Measurement& m) { return cudnn_attention(m) && !backward(m); }), predict_attention,
+                        core::AttentionKernel::kCudnn};
+  const Group cudnn_bwd{"cuDNN attention backward (PyTorch)", true,
+                        rows([](const Measurement& m) { return cudnn_attention(m) && backward(m); }), predict_attention,
+                        core::AttentionKernel::kCudnn};
 
   // Fits `names` to `g` together (in order: each later group sees the earlier fits), from their current values.
   auto fit = [&](const Group& g, const std::vector<std::string>& names) {
@@ -177,6 +186,9 @@ DeviceFit fit_device(const Results& r, const std::string& file) {
   fit(att_bwd, scheduled ? std::vector<std::string>{"device.attention_backward_efficiency",
                                                     "device.attention_backward_block_cost"}
                          : std::vector<std::string>{"device.attention_backward_efficiency"});
+  // cuDNN's speed-up over the schedule just fitted, each direction (rows timed in the same run as FlashAttention's).
+  fit(cudnn_fwd, {"device.cudnn_attention_speedup"});
+  fit(cudnn_bwd, {"device.cudnn_attention_backward_speedup"});
   f.after = machine.cluster.device;
 
   auto report = [&](const Group& g) {
@@ -185,14 +197,16 @@ DeviceFit fit_device(const Results& r, const std::string& file) {
     f.groups.push_back(DeviceFitGroup{g.what, g.fitted, error_stats(predict_all(f.before, g), measured),
                                       error_stats(predict_all(f.after, g), measured)});
   };
-  for (const Group* g : {&memory, &copies, &gemms, &torch_gemms, &narrow, &odd, &misaligned, &att_fwd, &att_bwd}) {
+  for (const Group* g :
+       {&memory, &copies, &gemms, &torch_gemms, &narrow, &odd, &misaligned, &att_fwd, &att_bwd, &cudnn_fwd, &cudnn_bwd}) {
     report(*g);
-    if (g != &att_fwd && g != &att_bwd) continue;
+    if (g->attention == core::AttentionKernel::kFlash2 && g != &att_fwd && g != &att_bwd) continue;
     // What the attention fit leaves, by sequence and head dimension (the heads vary within each).
     std::map<std::pair<int, int>, std::vector<const Measurement*>> shapes;
     for (const Measurement* m : g->rows) shapes[{static_cast<int>(m->seq), static_cast<int>(m->head_dim)}].push_back(m);
     for (const auto& [shape, rows_of] : shapes) {
-      report(Group{fmt::format("  {} tokens, head dim {}", shape.first, shape.second), g->fitted, rows_of, g->predict});
+      report(Group{fmt::format("  {} tokens, head dim {}", shape.first, shape.second), g->fitted, rows_of, g->predict,
+                   g->attention});
     }
   }
   return f;
