@@ -121,10 +121,15 @@ void apply_compression(graph::TaskGraph& g, const core::PlanSpec& plan) {
   set(graph::Purpose::kPipeline, c.pipeline);
 }
 
-double pageable_upload_s(const core::HostSpec& host, int devices_per_node, double elements, double to_bytes) {
+double pageable_upload_s(const core::HostSpec& host, int devices_per_node, double elements, double to_bytes,
+                         double fresh_elements) {
   const double share = host.memory_share(devices_per_node);
   const double convert = share > 0.0 ? elements * (4.0 + to_bytes) / share : 0.0;
-  return convert + (host.pageable_h2d.value() > 0.0 ? elements * to_bytes / host.pageable_h2d.value() : 0.0);
+  // The conversion's threads write the temporary first: its fresh pages fault on the process's share of the cores.
+  const double faults = fresh_elements * to_bytes / core::kHostPageBytes * host.page_fault.value() /
+                        host.host_threads(devices_per_node);
+  return convert + faults +
+         (host.pageable_h2d.value() > 0.0 ? elements * to_bytes / host.pageable_h2d.value() : 0.0);
 }
 
 double pageable_download_s(const core::HostSpec& host, int devices_per_node, double elements, double from_bytes,

@@ -653,7 +653,12 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
       step.host_optimizer_bytes += shard * (4.0 + pb);
     } else if (ds_stage3) {
       step.upload_bytes = shard * plan.offload.ratio * pb;
-      step.upload_host_s = pageable_upload_s(cluster.host, cluster.devices_per_node, shard * plan.offload.ratio, pb);
+      // One copy_ per sub-group (stage3.py _reassign_or_swap_out_partitioned_parameters: the flat fp32 partition
+      // of the sub-group into its flat 16-bit one): a temporary of kMallocMmapThresholdMaxBytes or more is fresh.
+      const double elements = shard * plan.offload.ratio;
+      const double groups = std::max(1.0, std::ceil(elements / plan.offload.sub_group));
+      const double fresh = elements / groups * pb >= core::kMallocMmapThresholdMaxBytes ? elements : 0.0;
+      step.upload_host_s = pageable_upload_s(cluster.host, cluster.devices_per_node, elements, pb, fresh);
     } else {
       // ZeRO-1/2 (stage_1_and_2.py step(), DeepSpeed 0.14.1 on, PR #5301): the pinned fp32 partition sent as is,
       // then cast into the 16-bit parameters on the device.

@@ -286,6 +286,7 @@ core::ClusterSpec make_frontier() {
   c.host.memory = core::Bytes(512e9);                  // 512 GB DDR4 (F1)
   c.host.memory_bandwidth = BytesPerSec(205.0 * GBps);  // (F2)
   c.host.link_bandwidth = BytesPerSec(36.0 * GBps);     // one 36 GB/s CPU-GCD link per GCD (F1, F2)
+  c.host.cores = 64;                                    // one 64-core EPYC 7A53 (F1; 56 in low-noise mode)
   c.levels = {
       // 4 IF links = 200 GB/s between the two GCDs of one MI250X (F2).
       level("gcd-pair", 2, 200.0, 1, 2.0, "F2 (4 IF links); latency [guess]"),
@@ -335,6 +336,7 @@ core::ClusterSpec make_lassen() {
   c.host.memory = core::Bytes(256e9);                  // [unverified] ~256 GB per node
   c.host.memory_bandwidth = BytesPerSec(340.0 * GBps);  // 170 GB/s per socket x 2 (S1)
   c.host.link_bandwidth = BytesPerSec(75.0 * GBps);     // 3 NVLink2 bricks CPU-GPU (S1, derived)
+  c.host.cores = 44;                                    // 2 x 22-core POWER9 (S1, S3)
   c.levels = {
       // Two GPUs per socket joined by 3 NVLink2 bricks of 25 GB/s (S1, derived).
       level("socket", 2, 75.0, 1, 2.0, "S1 (3 x 25 GB/s NVLink2); latency [guess]"),
@@ -371,6 +373,7 @@ core::ClusterSpec make_dgx2() {
   c.host.memory = core::Bytes(1.5e12);                  // X1
   c.host.memory_bandwidth = BytesPerSec(256.0 * GBps);  // [derived] 2 x Xeon Platinum 8168, 6 ch DDR4-2666 each
   c.host.link_bandwidth = BytesPerSec(16.0 * GBps);     // PCIe Gen3 x16 per GPU [derived from V1]
+  c.host.cores = 48;                                    // 2 x 24-core Xeon Platinum 8168 (X1)
   c.levels = {
       // Six NVLink2 links per V100 into the NVSwitch planes: 150 GB/s per direction (V1; X1's 300 GB/s is both ways).
       level("nvswitch", 16, 150.0, 1, 2.0, "V1, X1 (6 x 25 GB/s NVLink2 through NVSwitch); latency [guess]"),
@@ -446,6 +449,7 @@ core::ClusterSpec make_dgx_h100() {
   d.source = "datasheet; measured GEMM and copy rates";
   c.host.memory = core::Bytes(2e12);                     // 2 TB (MLPerf system file)
   c.host.memory_bandwidth = BytesPerSec(614.0 * GBps);    // [unverified] 2 sockets x 8 ch DDR5-4800
+  c.host.cores = 112;                                     // 2 x 56-core Xeon Platinum 8480C (MLPerf system file)
   // PCIe Gen5 x16 (64 GB/s per direction, datasheet); pinned host-to-device copies reached 54.8 GB/s on an H100
   // SXM (validate/results/NVIDIA-H100-80GB-HBM3-2026-11-23.yaml, the copy fit of `shardsim calibrate`); again
   // 54-55 GB/s each way on two other machines (...-2026-11-26-hostlink.csv). Per direction: both at once, each
@@ -571,6 +575,7 @@ core::ClusterSpec make_dgx_a100() {
   c.host.memory = core::Bytes(2e12);                     // 2 TB in the 640 GB (8 x 80 GB) system (D1)
   c.host.memory_bandwidth = BytesPerSec(409.6 * GBps);    // [derived] 2x EPYC 7742, 8 ch DDR4-3200 each
   c.host.link_bandwidth = BytesPerSec(32.0 * GBps);       // PCIe Gen4 x16 per GPU (A1)
+  c.host.cores = 128;                                      // 2 x 64-core EPYC 7742 (D1)
   c.levels = {
       // NVLink3 through 6 NVSwitches: 600 GB/s bidirectional per GPU = 300 GB/s per direction (A1, D1). What
       // NCCL gets of it: 217 GB/s, with NCCL's latency table x 1.91 (kNcclA100LatencyScale), fitted (shardsim
@@ -627,6 +632,7 @@ core::ClusterSpec make_polaris() {
   c.host.memory = core::Bytes(512e9);                  // 512 GB DDR4 (P1)
   c.host.memory_bandwidth = BytesPerSec(204.8 * GBps);  // [derived] one EPYC 7543P, 8 ch DDR4-3200
   c.host.link_bandwidth = BytesPerSec(32.0 * GBps);     // PCIe Gen4 x16 per GPU (A1, P1)
+  c.host.cores = 32;                                    // one 32-core EPYC 7543P (P1)
   // The EPYC host's page faults on the fresh pageable temporaries of DeepSpeed's gradient copies: fitted with
   // host.memory_efficiency on the offload-single set (see core::kFittedPolarisPageFaultS).
   c.host.page_fault = Seconds(core::kFittedPolarisPageFaultS);

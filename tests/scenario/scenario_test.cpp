@@ -190,6 +190,15 @@ TEST(Scenario, HostTimesAreDurationsUnderASecond) {
                {6, 23, "cluster.host.tensor_hook", "non-negative duration"});
 }
 
+// The host's cores share PyTorch's CPU work among the node's device processes: a count of one or more.
+TEST(Scenario, HostCoresAreACount) {
+  const auto s = parse_scenarios(replace(kGood, "nodes: 2", "nodes: 2\n  host: {cores: 32}"), "s.yaml").at(0);
+  EXPECT_EQ(s.cluster.host.cores, 32);
+  EXPECT_DOUBLE_EQ(s.cluster.host.host_threads(8), 4.0);
+  EXPECT_DOUBLE_EQ(s.cluster.host.host_threads(64), 1.0);
+  expect_error(replace(kGood, "nodes: 2", "nodes: 2\n  host: {cores: 0}"), {6, 17, "cluster.host.cores", ""});
+}
+
 TEST(Scenario, DeviceWithoutTheModelsDtype) {
   expect_error(replace(kGood, "preset: dgx-h100\n  nodes: 2", "preset: lassen\n  nodes: 4"),
                {2, 8, "model", "no bf16 peak"});
