@@ -127,7 +127,7 @@ double pageable_upload_s(const core::HostSpec& host, int devices_per_node, doubl
   const double convert = share > 0.0 ? elements * (4.0 + to_bytes) / share : 0.0;
   // The conversion's threads write the temporary first: its fresh pages fault on the process's share of the cores.
   const double faults = fresh_elements * to_bytes / core::kHostPageBytes * host.page_fault.value() /
-                        host.host_threads(devices_per_node);
+                        host.faulting_threads(devices_per_node);
   return convert + faults +
          (host.pageable_h2d.value() > 0.0 ? elements * to_bytes / host.pageable_h2d.value() : 0.0);
 }

@@ -276,9 +276,9 @@ inline constexpr double kMeasuredTensorHookS = 0.0917e-3;
 /// partition stopped copying parameters it does not gather; 307 us until the fit set's ZeRO-3 row of hidden 4,096
 /// became the median of three runs on three machines, whose forward ranged 17-34 ms: DeepSpeed's host time varies
 /// from machine to machine by more than this fit's own uncertainty; 367 us until the set's attention ran as cuDNN's,
-/// as PyTorch picks it there; 369.2 us until the parameters' upload faulted its temporary on the cores); other
+/// as PyTorch picks it there; 369.2 us until the parameters' upload faulted its temporary on its threads); other
 /// hosts [guess].
-inline constexpr double kFittedModuleHookS = 0.3687e-3;
+inline constexpr double kFittedModuleHookS = 0.3718e-3;
 /// DeepSpeed ZeRO's host time in step() beside its kernels: the overflow and clipping checks that read the
 /// gradient norm back to the host (a synchronisation: unscale_and_clip_grads' `clip > 1`), the loops over the
 /// parameter groups and their flat partitions, the timers (deepspeed@v0.14.0 runtime/zero/stage_1_and_2.py and
@@ -286,7 +286,7 @@ inline constexpr double kFittedModuleHookS = 0.3687e-3;
 /// (h100-deepspeed-fit: 3.2 ms + 25 ms per billion parameters, 70 bytes each); fitted there with
 /// kFittedModuleHookS and kFittedPageFaultS (the test HostHooks.ModuleHookAndPageFaultAreTheFitOfTheDeepSpeedSteps
 /// refits the three); other hosts [guess].
-inline constexpr double kFittedZeroStepS = 3.933e-3;  // 3.989 ms before the upload faulted its temporary
+inline constexpr double kFittedZeroStepS = 3.884e-3;  // 3.989 ms before the upload faulted its temporary
 /// Eager PyTorch's host time to run one transformer block, forward and backward (the Python modules, autograd,
 /// the kernel launches), measured on the same host: plain Hugging Face LLaMA steps with 8, 16 and 32 blocks of
 /// hidden 256 (too small for the GPU to set the pace), the least-squares slope of the forward and backward spans
@@ -326,9 +326,11 @@ inline constexpr double kMeasuredGatherSplitS = 6.330e-6;
 /// [guess elsewhere]. A fault of 0.60 us (the kernel's fault path and the zeroing of 4 KiB) is what bare metal
 /// costs; the H100 host, a virtual machine, pays 6x that (kFittedPageFaultS). Refitted (0.4741, 0.598 us before) once
 /// ZeRO-3 on one rank fills reduce_bucket_size buckets, as DeepSpeed does, not DDP's 25 MB ones; again (0.4746,
-/// 0.6185 us) once the parameters' upload faults its temporary on the process's share of the cores.
-inline constexpr double kFittedHostMemoryEfficiency = 0.4852;
-inline constexpr double kFittedPolarisPageFaultS = 0.6202e-6;
+/// 0.6185 us before) once the parameters' upload faults its temporary on the process's threads, at most
+/// kMeasuredFaultThreads at once (one Polaris rank's upload of 5.9 B parameters now pays 1.5 s of faults, which the
+/// fit takes from CPU Adam's share).
+inline constexpr double kFittedHostMemoryEfficiency = 0.5584;
+inline constexpr double kFittedPolarisPageFaultS = 0.6364e-6;
 /// Pageable copies (from or to memory the driver has not pinned) are staged through a pinned buffer, the host
 /// copying each byte once more: the host's staging rate per direction, from an H100 host's pinned and pageable
 /// 1 GiB copies (validate/results/NVIDIA-H100-80GB-HBM3-2026-11-23.yaml: device-to-host 87.4 ms pageable, 19.5 ms
@@ -339,6 +341,13 @@ inline constexpr double kMeasuredPageableH2DBps = 9.9008e9;
 /// The cores of the host the H100 measurements ran on (a virtual machine: 16 cores of an "Intel Xeon Processor",
 /// validate/results/): the host's default where a machine does not say (HostSpec::cores).
 inline constexpr int kMeasuredH100HostCores = 16;
+/// How many threads of one process fault fresh pages in at once, measured on the H100 host (16 cores): a pageable
+/// temporary of 32 MiB or more (just over glibc's mmap threshold: 33, 48 and 96 MiB against 8-31 MiB) cost 2.40 us
+/// more per 4 KiB page when the driver's one thread wrote it (device to host) and 0.50 us when PyTorch's 16
+/// intra-op threads did (host to device): 4.8 threads' worth, not 16 (the faults of one address space contend for
+/// its page-table locks). validate/results/NVIDIA-H100-80GB-HBM3-2026-11-27-host-staging-threshold.csv; the test
+/// HostHooks.FreshTemporariesFaultAboveTheMmapThreshold recomputes it.
+inline constexpr double kMeasuredFaultThreads = 4.790706;
 /// glibc's malloc serves a request of at least its mmap threshold from a fresh mmap and unmaps it on free; the
 /// threshold rises with the blocks freed, but never above DEFAULT_MMAP_THRESHOLD_MAX, 4 * 1024 * 1024 *
 /// sizeof(long) = 32 MiB on 64-bit Linux (mallopt(3), M_MMAP_THRESHOLD). PyTorch's CPU allocator takes its tensors
@@ -355,9 +364,10 @@ inline constexpr double kHostPageBytes = 4096.0;
 /// host.module_hook,host.page_fault` (21.9% -> 18.0% mean error fitted, 18.1% -> 14.7% held out; the test
 /// HostHooks.ModuleHookAndPageFaultAreTheFitOfTheDeepSpeedSteps refits them). 3.7 us +- 0.7 per 4 KiB page (3.6
 /// before ZeRO on one rank filled DeepSpeed's reduce buckets; 3.66 before the fit set's repeated runs; 3.618 before
-/// the parameters' upload faulted its temporary on the process's share of the cores): a virtual machine's fault
-/// goes through its hypervisor's nested page tables.
-inline constexpr double kFittedPageFaultS = 3.740e-6;
+/// the parameters' upload faulted its temporary on the process's threads; measured directly on another machine of
+/// the same kind, 2.40 us: kMeasuredFaultThreads): a virtual machine's fault goes through its hypervisor's nested
+/// page tables.
+inline constexpr double kFittedPageFaultS = 3.140e-6;
 
 struct HostSpec {
   Bytes memory;
@@ -409,10 +419,17 @@ struct HostSpec {
   /// pool of every core in each process (DeepSpeed's launcher sets no OMP_NUM_THREADS unless asked to bind cores),
   /// so the node's device processes share them: host_threads().
   int cores = kMeasuredH100HostCores;
+  /// how many of one process's threads fault pages in at once (kMeasuredFaultThreads)
+  double fault_threads = kMeasuredFaultThreads;
   /** @brief The cores one device's process has for PyTorch's parallel CPU work when every device of a node of
    *  `devices_per_node` runs some at once (at least one). */
   [[nodiscard]] double host_threads(int devices_per_node) const {
     return std::max(1.0, static_cast<double>(cores) / std::max(1, devices_per_node));
+  }
+  /** @brief The threads over which one process's parallel CPU work faults fresh pages in: its share of the cores,
+   *  at most fault_threads. */
+  [[nodiscard]] double faulting_threads(int devices_per_node) const {
+    return std::max(1.0, std::min(host_threads(devices_per_node), fault_threads));
   }
   /// The host's time per 4 KiB page of fresh memory that a device-to-host copy writes first (the page fault, the
   /// kernel zeroing the page, its unmapping when freed; kFittedPageFaultS): a pageable temporary above the

@@ -594,6 +594,7 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
                     {"pageable_h2d_Bps", c.host.pageable_h2d.value()},
                     {"page_fault_s", c.host.page_fault.value()},
                     {"cores", c.host.cores},
+                    {"fault_threads", c.host.fault_threads},
                     {"nvme_read_Bps", c.host.nvme_read.value()},
                     {"nvme_write_Bps", c.host.nvme_write.value()},
                     {"nvme_capacity_bytes", c.host.nvme_capacity.value()},

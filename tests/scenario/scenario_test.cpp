@@ -197,6 +197,10 @@ TEST(Scenario, HostCoresAreACount) {
   EXPECT_DOUBLE_EQ(s.cluster.host.host_threads(8), 4.0);
   EXPECT_DOUBLE_EQ(s.cluster.host.host_threads(64), 1.0);
   expect_error(replace(kGood, "nodes: 2", "nodes: 2\n  host: {cores: 0}"), {6, 17, "cluster.host.cores", ""});
+  const auto f = parse_scenarios(replace(kGood, "nodes: 2", "nodes: 2\n  host: {cores: 32, fault_threads: 2}"), "s.yaml");
+  EXPECT_DOUBLE_EQ(f.at(0).cluster.host.faulting_threads(8), 2.0);
+  expect_error(replace(kGood, "nodes: 2", "nodes: 2\n  host: {fault_threads: 0.5}"),
+               {6, 25, "cluster.host.fault_threads", "[1, 1024]"});
 }
 
 TEST(Scenario, DeviceWithoutTheModelsDtype) {
