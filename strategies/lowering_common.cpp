@@ -125,7 +125,7 @@ double pageable_upload_s(const core::HostSpec& host, int devices_per_node, doubl
                          double fresh_elements) {
   const double share = host.memory_share(devices_per_node);
   const double convert = share > 0.0 ? elements * (4.0 + to_bytes) / share : 0.0;
-  // The conversion's threads write the temporary first: its fresh pages fault on the process's share of the cores.
+  // The conversion's threads write the temporary first: its fresh pages fault on the threads that can fault at once.
   const double faults = fresh_elements * to_bytes / core::kHostPageBytes * host.page_fault.value() /
                         host.faulting_threads(devices_per_node);
   return convert + faults +

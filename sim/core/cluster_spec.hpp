@@ -327,7 +327,7 @@ inline constexpr double kMeasuredGatherSplitS = 6.330e-6;
 /// costs; the H100 host, a virtual machine, pays 6x that (kFittedPageFaultS). Refitted (0.4741, 0.598 us before) once
 /// ZeRO-3 on one rank fills reduce_bucket_size buckets, as DeepSpeed does, not DDP's 25 MB ones; again (0.4746,
 /// 0.6185 us before) once the parameters' upload faults its temporary on the process's threads, at most
-/// kMeasuredFaultThreads at once (one Polaris rank's upload of 5.9 B parameters now pays 1.5 s of faults, which the
+/// kMeasuredFaultThreads at once (one Polaris rank's upload of 5.9 B parameters now pays 0.4 s of faults, which the
 /// fit takes from CPU Adam's share).
 inline constexpr double kFittedHostMemoryEfficiency = 0.5584;
 inline constexpr double kFittedPolarisPageFaultS = 0.6364e-6;
@@ -362,7 +362,7 @@ inline constexpr double kHostPageBytes = 4096.0;
 /// whose matrices stay under 32 MiB, lost only its embedding's and head's share), the steps with the parameters
 /// offloaded too held out: `shardsim calibrate --set h100-deepspeed-fit h100-deepspeed-steps --fit
 /// host.module_hook,host.page_fault` (21.9% -> 18.0% mean error fitted, 18.1% -> 14.7% held out; the test
-/// HostHooks.ModuleHookAndPageFaultAreTheFitOfTheDeepSpeedSteps refits them). 3.7 us +- 0.7 per 4 KiB page (3.6
+/// HostHooks.ModuleHookAndPageFaultAreTheFitOfTheDeepSpeedSteps refits them). 3.1 us +- 0.7 per 4 KiB page (3.6
 /// before ZeRO on one rank filled DeepSpeed's reduce buckets; 3.66 before the fit set's repeated runs; 3.618 before
 /// the parameters' upload faulted its temporary on the process's threads; measured directly on another machine of
 /// the same kind, 2.40 us: kMeasuredFaultThreads): a virtual machine's fault goes through its hypervisor's nested
