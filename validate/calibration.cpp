@@ -6,6 +6,8 @@
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
+#include <string_view>
+#include <utility>
 
 #include "sim/core/errors.hpp"
 #include "sim/scenario/config_node.hpp"
@@ -367,21 +369,19 @@ void apply_parameters(const Calibration& c, scenario::Scenario& s) {
     updates.emplace_back(&*it, f.value);
   }
   for (const auto& [p, v] : updates) p->set(s, v);
-  const bool device_fitted = std::any_of(updates.begin(), updates.end(),
-                                         [](const auto& u) { return u.first->name.rfind("device.", 0) == 0; });
-  if (device_fitted && !c.parameters.empty()) {
-    s.cluster.device.efficiency_source =
-        c.device.backend.empty() ? fmt::format("fitted to runs: {}", c.file)
-                                 : fmt::format("calibrated on {} ({}, {}): {}", c.device.name, c.device.backend,
-                                               c.device.date, c.file);
+  auto fitted = [&](std::string_view prefix) {
+    return std::any_of(updates.begin(), updates.end(), [&](const auto& u) { return u.first->name.rfind(prefix, 0) == 0; });
+  };
+  auto& d = s.cluster.device;
+  if (fitted("device.") && !c.parameters.empty()) {
+    d.efficiency_source = c.device.backend.empty() ? fmt::format("fitted to runs: {}", c.file)
+                                                   : fmt::format("calibrated on {} ({}, {}): {}", c.device.name,
+                                                                 c.device.backend, c.device.date, c.file);
   }
-  if (std::any_of(updates.begin(), updates.end(),
-                  [](const auto& u) { return u.first->name.rfind("device.triton_attention", 0) == 0; })) {
-    s.cluster.device.triton_attention_source = s.cluster.device.efficiency_source;
-  }
-  if (std::any_of(updates.begin(), updates.end(),
-                  [](const auto& u) { return u.first->name.rfind("device.cudnn_attention", 0) == 0; })) {
-    s.cluster.device.cudnn_attention_source = s.cluster.device.efficiency_source;
+  // An attention family whose own rates were fitted cites the calibration, as the device's other figures do.
+  for (const auto& [prefix, source] : {std::pair{"device.triton_attention", &d.triton_attention_source},
+                                       std::pair{"device.cudnn_attention", &d.cudnn_attention_source}}) {
+    if (fitted(prefix)) *source = d.efficiency_source;
   }
 }
 
