@@ -48,14 +48,19 @@ constexpr double kA100NvswitchBandwidth = 216.962;  // GB/s
 constexpr double kA100NvswitchLatency = 8.874;      // us per step
 constexpr double kNcclA100LatencyScale = 1.9145;  // NCCL picking by its own table, the scale pricing the pick
 // What NCCL's rings get of Polaris's Slingshot-11 through libfabric's CXI provider and the AWS OFI plugin: a network
-// step of 26.26 us under LL and 72.43 us under LL128 (NCCL's table: 2.7 and 4), and 18.62 GB/s of each 25 GB/s NIC.
+// step of 21.49 us under LL and 82.25 us under LL128 (NCCL's table: 2.7 and 4), and 19.33 GB/s of each 25 GB/s NIC.
 // Fitted (shardsim calibrate --collectives validate/data/collectives/polaris_*.txt --cluster polaris --fit
-// collectives.net_step.LL,collectives.net_step.LL128,network.slingshot.bandwidth) to ALCF's nccl-tests on 8 Polaris
-// nodes (the files marked role=fit; 54.0% -> 21.7% mean error there), the 2- and 128-node runs held out (51.8% ->
-// 25.3%). Simple's step is not identifiable from them (its sizes are bandwidth-bound): NCCL's table. A test refits.
-constexpr double kOfiSlingshotStepLL = 26.26e-6;
-constexpr double kOfiSlingshotStepLL128 = 72.43e-6;
-constexpr double kPolarisSlingshotBandwidth = 18.62;  // GB/s per NIC
+// collectives.net_step.LL,collectives.net_step.LL128,network.slingshot.bandwidth, from NCCL's table and the NICs'
+// 25 GB/s) to ALCF's nccl-tests on 8 Polaris nodes and its all-gather on 128 (the files marked role=fit; 56.6% ->
+// 17.8% mean error there), the 2- and 540-node runs of NCCL 2.18 and the 256- and 540-node runs of NCCL 2.21 held
+// out (60.5% -> 22.2%). The 128-node all-gather is in the fit for its ring's small-message time: a ring's LL step is
+// that time's slope in the ranks, which 32 ranks alone leave loose (26.3 +- 6.7 us fitted on the 8-node files alone;
+// 21.4 +- 3.1 with 512 ranks). Measured, the small all-gathers take 7.5-7.9 us per ring step from 32 to 2,160
+// ranks, NCCL 2.18 and 2.21 alike. Simple's step is not identifiable from them (its sizes are bandwidth-bound):
+// NCCL's table. A test refits.
+constexpr double kOfiSlingshotStepLL = 21.4885149e-6;
+constexpr double kOfiSlingshotStepLL128 = 82.25451507e-6;
+constexpr double kPolarisSlingshotBandwidth = 19.32925783;  // GB/s per NIC
 // What RCCL gets of a Frontier-class node (4 MI250X = 8 GCDs, 4 Slingshot-11 NICs) through libfabric's CXI provider
 // and aws-ofi-rccl: a tree hop of 5.98 us under LL and 23.5 us under Simple, 23.0 GB/s of each 25 GB/s NIC, and 2.49
 // times its table's base and in-node hops. Fitted (shardsim calibrate --collectives
@@ -309,7 +314,7 @@ core::ClusterSpec make_frontier() {
   // fit to RCCL's all-reduce on LUMI-G, whose node is Frontier's (kRcclSlingshot*, above). Its rings' network steps,
   // which those all-reduces cannot show: under Simple the fit to RCCL's own all-gathers on Frontier, which pace its
   // rings (kRcclFrontierRingSimple, paced_rings); under LL (small calls), the one assumption, what a ring step
-  // through the same transport was measured to take on Polaris (kOfiSlingshotStepLL, 26 us; Kestrel's NCCL 2.21
+  // through the same transport was measured to take on Polaris (kOfiSlingshotStepLL, 21 us; Kestrel's NCCL 2.21
   // all-gathers imply 26-37 us). On Slingshot a ring's step costs several tree hops: Polaris's NCCL 2.18 paid ~25 us
   // for both, Alps's and Kestrel's newer NCCL ~5.6 us per tree hop (validate/data/collectives/machines). Frontier's
   // own RCCL all-reduce of 2025 at 256-2,048 GCDs (frontier_*_all_reduce.txt) is held out.

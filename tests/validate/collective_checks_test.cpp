@@ -27,7 +27,7 @@ std::string write_temp(const std::string& name, const std::string& text) {
 
 TEST(CollectiveChecks, ShippedBenchmarksNameTheirMachineAndForcedSettings) {
   const auto checks = load_collective_checks(data_dir());
-  ASSERT_EQ(checks.size(), 79u);
+  ASSERT_EQ(checks.size(), 81u);
   auto named = [&](const std::string& file) -> const CollectiveCheck& {
     for (const auto& c : checks) {
       if (fs::path(c.path).filename() == file) return c;
@@ -56,13 +56,18 @@ TEST(CollectiveChecks, ShippedBenchmarksNameTheirMachineAndForcedSettings) {
   }
   EXPECT_EQ(named("h100_2x8_all_reduce_ring.txt").samples.size(), 14u);
   EXPECT_FALSE(named("h100_2x8_all_reduce_ring.txt").protocols_forced);
-  // ALCF's Polaris runs, 8 to 512 ranks of one Slingshot network: ring all-gathers whose small-message time grows
+  // ALCF's Polaris runs, 8 to 2,160 ranks of one Slingshot network: ring all-gathers whose small-message time grows
   // with the ranks (a ring's latency is linear in them), measured and predicted alike.
   const auto& p512 = named("polaris_128x4_all_gather.txt");
   const auto& p32 = named("polaris_8x4_all_gather.txt");
-  // The 8-node files are what Polaris's network steps were fitted to; the others are held out.
+  const auto& p1024 = named("polaris_256x4_all_gather_nccl221.txt");
+  // The 8-node files and the 128-node all-gather are what Polaris's network steps were fitted to; the others (the
+  // 2- and 540-node runs of NCCL 2.18, the 256- and 540-node runs of NCCL 2.21) are held out.
   EXPECT_EQ(p32.role, "fit");
-  EXPECT_EQ(p512.role, "check");
+  EXPECT_EQ(p512.role, "fit");
+  EXPECT_EQ(p1024.role, "check");
+  EXPECT_EQ(p1024.nccl_minor, 21);
+  EXPECT_EQ(p1024.ranks, 1024);
   EXPECT_EQ(p512.cluster, "polaris");
   EXPECT_EQ(p512.ranks, 512);
   EXPECT_EQ(p32.ranks, 32);
