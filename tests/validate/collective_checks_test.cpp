@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -122,6 +123,42 @@ TEST(CollectiveChecks, ShippedBenchmarksNameTheirMachineAndForcedSettings) {
   EXPECT_EQ(h2048[0].bytes, g2048[0].bytes);
   EXPECT_LT(h2048[0].measured_s, 0.1 * g2048[0].measured_s);
   EXPECT_LT(h2048[0].predicted_s, 0.5 * g2048[0].predicted_s);
+}
+
+// A small ring all-gather costs the same per ring step on Polaris from 512 to 2,160 ranks and with NCCL 2.18 or 2.21
+// (ALCF's runs: 7.5-7.9 us per step); with the LL step fitted on 32 and 512 ranks the held-out 1,024- and 2,160-rank
+// runs of NCCL 2.21 come out within 15% at every size up to 1 MiB, where the 32-rank fit alone put them 20% slow.
+TEST(CollectiveChecks, APolarisRingStepCostsTheSameAtEveryScaleAndVersion) {
+  const auto checks = load_collective_checks(data_dir());
+  auto named = [&](const std::string& file) -> const CollectiveCheck& {
+    for (const auto& c : checks) {
+      if (fs::path(c.path).filename() == file) return c;
+    }
+    throw std::runtime_error("no " + file);
+  };
+  const auto old540 = predict_collective_check(named("polaris_540x4_all_gather.txt"));
+  const auto new540 = predict_collective_check(named("polaris_540x4_all_gather_nccl221.txt"));
+  const auto new1024 = predict_collective_check(named("polaris_256x4_all_gather_nccl221.txt"));
+  const auto old512 = predict_collective_check(named("polaris_128x4_all_gather.txt"));
+  ASSERT_EQ(old540[0].bytes, new540[0].bytes);
+  EXPECT_NEAR(new540[0].measured_s / old540[0].measured_s, 1.0, 0.03);  // 17.2 ms against 17.0
+  const double step540 = new540[0].measured_s / 2159.0;
+  const double step1024 = new1024[0].measured_s / 1023.0;
+  const double step512 = old512[0].measured_s / 511.0;
+  EXPECT_NEAR(step1024 / step540, 1.0, 0.05);
+  EXPECT_NEAR(step512 / step540, 1.0, 0.08);  // 7.5 us against 7.9
+  EXPECT_GT(step540, 7.0e-6);
+  EXPECT_LT(step540, 8.5e-6);
+  int small = 0;
+  for (const auto* rows : {&new540, &new1024}) {
+    for (const auto& r : *rows) {
+      if (r.bytes > 1024.0 * 1024.0) continue;
+      EXPECT_EQ(r.protocol, "LL") << r.bytes;
+      EXPECT_LT(std::fabs(r.error()), 0.15) << r.bytes;
+      ++small;
+    }
+  }
+  EXPECT_EQ(small, 12);  // 5 sizes on 2,160 ranks, 7 on 1,024
 }
 
 // The table pools each machine's rows per role under the files: every row of the fitted and of the held-out files.
