@@ -111,7 +111,7 @@ TEST(CollectiveRuns, TheDgxA100NvswitchLevelIsTheFitToVtrainsMeasuredAllReduce) 
 // 540-node runs of NCCL 2.21 are held out and come out better too.
 TEST(CollectiveRuns, ThePolarisSlingshotStepsAreTheFitToAlcfsNcclTests) {
   const auto samples = shipped_samples("polaris");
-  ASSERT_EQ(samples.size(), 138u);
+  ASSERT_EQ(samples.size(), 196u);
   ASSERT_EQ(std::count_if(samples.begin(), samples.end(), [](const auto& c) { return !c.check; }), 45);
   scenario::Scenario machine;
   machine.cluster = *topology::find_cluster_preset("polaris");
