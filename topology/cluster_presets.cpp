@@ -47,20 +47,25 @@ using Library = core::CollectiveLibrarySpec;
 constexpr double kA100NvswitchBandwidth = 216.962;  // GB/s
 constexpr double kA100NvswitchLatency = 8.874;      // us per step
 constexpr double kNcclA100LatencyScale = 1.9145;  // NCCL picking by its own table, the scale pricing the pick
-// What NCCL's rings get of Polaris's Slingshot-11 through libfabric's CXI provider and the AWS OFI plugin: a network
-// step of 21.49 us under LL and 82.25 us under LL128 (NCCL's table: 2.7 and 4), and 19.33 GB/s of each 25 GB/s NIC.
-// Fitted (shardsim calibrate --collectives validate/data/collectives/polaris_*.txt --cluster polaris --fit
-// collectives.net_step.LL,collectives.net_step.LL128,network.slingshot.bandwidth, from NCCL's table and the NICs'
-// 25 GB/s) to ALCF's nccl-tests on 8 Polaris nodes and its all-gather on 128 (the files marked role=fit; 56.6% ->
-// 17.8% mean error there), the 2- and 540-node runs of NCCL 2.18 and the 256- and 540-node runs of NCCL 2.21 held
-// out (60.5% -> 22.2%). The 128-node all-gather is in the fit for its ring's small-message time: a ring's LL step is
-// that time's slope in the ranks, which 32 ranks alone leave loose (26.3 +- 6.7 us fitted on the 8-node files alone;
-// 21.4 +- 3.1 with 512 ranks). Measured, the small all-gathers take 7.5-7.9 us per ring step from 32 to 2,160
-// ranks, NCCL 2.18 and 2.21 alike. Simple's step is not identifiable from them (its sizes are bandwidth-bound):
-// NCCL's table. A test refits.
-constexpr double kOfiSlingshotStepLL = 21.4885149e-6;
-constexpr double kOfiSlingshotStepLL128 = 82.25451507e-6;
-constexpr double kPolarisSlingshotBandwidth = 19.32925783;  // GB/s per NIC
+// What NCCL gets of Polaris's Slingshot-11 through libfabric's CXI provider and the AWS OFI plugin: a ring's network
+// step of 19.91 us under LL and 83.48 us under LL128 (NCCL's table: 2.7 and 4), a tree's network hop of 11.04 us under
+// LL and 60.86 us under LL128 (NCCL's table: 5 and 8.5), and 18.71 GB/s of each 25 GB/s NIC. Fitted (shardsim
+// calibrate --collectives validate/data/collectives/polaris_*.txt --cluster polaris --fit
+// collectives.net_step.LL,collectives.net_step.LL128,network.slingshot.bandwidth,collectives.tree_step.LL,
+// collectives.tree_step.LL128, from NCCL's table and the NICs' 25 GB/s) to ALCF's nccl-tests on 8 Polaris nodes and
+// its all-gather on 128 (the files marked role=fit), the 2- and 540-node runs of NCCL 2.18 and the 2- to 540-node
+// runs of NCCL 2.21 held out. The 128-node all-gather is in the fit for its ring's small-message time: a ring's LL
+// step is that time's slope in the ranks, which 32 ranks alone leave loose. Measured, the small all-gathers take
+// 7.5-7.9 us per ring step from 32 to 2,160 ranks, and the small all-reduces (NCCL's trees: 2 log2(nodes) network
+// hops) 23, 62 and 207 us on 2, 8 and 540 nodes, NCCL 2.18 and 2.21 alike (the 540-node pair ran in one allocation
+// with the same plugin build): a tree's hop costs about half a ring's step through the same transport, whatever the
+// version. Simple's step and hop are not identifiable from them (its sizes are bandwidth-bound): NCCL's table. A
+// test refits.
+constexpr double kOfiSlingshotStepLL = 19.90510827e-6;
+constexpr double kOfiSlingshotStepLL128 = 83.47557623e-6;
+constexpr double kPolarisTreeHopLL = 11.03919508e-6;
+constexpr double kPolarisTreeHopLL128 = 60.86034887e-6;
+constexpr double kPolarisSlingshotBandwidth = 18.7143844745;  // GB/s per NIC
 // What RCCL gets of a Frontier-class node (4 MI250X = 8 GCDs, 4 Slingshot-11 NICs) through libfabric's CXI provider
 // and aws-ofi-rccl: a tree hop of 5.98 us under LL and 23.5 us under Simple, 23.0 GB/s of each 25 GB/s NIC, and 2.49
 // times its table's base and in-node hops. Fitted (shardsim calibrate --collectives
@@ -314,9 +319,10 @@ core::ClusterSpec make_frontier() {
   // fit to RCCL's all-reduce on LUMI-G, whose node is Frontier's (kRcclSlingshot*, above). Its rings' network steps,
   // which those all-reduces cannot show: under Simple the fit to RCCL's own all-gathers on Frontier, which pace its
   // rings (kRcclFrontierRingSimple, paced_rings); under LL (small calls), the one assumption, what a ring step
-  // through the same transport was measured to take on Polaris (kOfiSlingshotStepLL, 21 us; Kestrel's NCCL 2.21
-  // all-gathers imply 26-37 us). On Slingshot a ring's step costs several tree hops: Polaris's NCCL 2.18 paid ~25 us
-  // for both, Alps's and Kestrel's newer NCCL ~5.6 us per tree hop (validate/data/collectives/machines). Frontier's
+  // through the same transport was measured to take on Polaris (kOfiSlingshotStepLL, 20 us; Kestrel's NCCL 2.21
+  // all-gathers imply 26-37 us). On Slingshot a ring's step costs several tree hops: Polaris's A100 nodes pay 11 us per
+  // tree hop (NCCL 2.18 and 2.21 alike), Alps's and Kestrel's H100-class nodes ~5.6 us
+  // (validate/data/collectives/machines). Frontier's
   // own RCCL all-reduce of 2025 at 256-2,048 GCDs (frontier_*_all_reduce.txt) is held out.
   c.library.family = Library::Family::kRccl;
   c.library.amd_host = true;
@@ -651,9 +657,10 @@ core::ClusterSpec make_polaris() {
   };
   c.library = nccl(Library::Generation::kAmpere, true, Library::IntraLink::kNvlink,
                    "NCCL 2.18 tuning model; EPYC host (P1); latency scale fitted on A100 NVSwitch (vTrain); network "
-                   "steps through the OFI plugin fitted to ALCF's nccl-tests on Polaris");
+                   "steps and tree hops through the OFI plugin fitted to ALCF's nccl-tests on Polaris");
   c.library.latency_scale = kNcclA100LatencyScale;
   c.library.net_step_s = {kOfiSlingshotStepLL, kOfiSlingshotStepLL128, -1.0};
+  c.library.tree_step_s = {kPolarisTreeHopLL, kPolarisTreeHopLL128, -1.0};
   return c;
 }
 

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -36,7 +38,7 @@ const CollectiveCheck& shipped_file(const std::vector<CollectiveCheck>& checks, 
 
 TEST(CollectiveChecks, ShippedBenchmarksNameTheirMachineAndForcedSettings) {
   const auto checks = load_collective_checks(data_dir());
-  ASSERT_EQ(checks.size(), 83u);
+  ASSERT_EQ(checks.size(), 85u);
   auto named = [&](const std::string& file) -> const CollectiveCheck& { return shipped_file(checks, file); };
   const auto& big = named("h100_128x8_all_reduce_ring_ll128.txt");
   EXPECT_EQ(big.cluster, "dgx-h100");
@@ -161,6 +163,46 @@ TEST(CollectiveChecks, APolarisRingStepCostsTheSameAtEveryScaleAndVersion) {
     }
   }
   EXPECT_EQ(small, 12);  // 5 sizes on 2,160 ranks, 7 on 1,024
+}
+
+// A small all-reduce is NCCL's tree, 2 log2(nodes) network hops: on Polaris it takes 23, 62 and 207 us on 2, 8 and
+// 540 nodes with NCCL 2.18 and 33, 73 and 227 with 2.21 (the 540-node pair ran in one allocation with the same plugin
+// build): 11.5-12 us per network hop in either version (2.21 adds a fixed ~10 us), where a ring's step costs ~20
+// through the same transport. With the tree's hop fitted on the 8-node NCCL 2.18 file, the 540-node runs of both
+// versions come out within 20%, where a tree priced at the ring's step came out 2x slow. (Fewer nodes come out slow:
+// +30-40% on 8 nodes, +70% on 2, NCCL's base and in-node hops at the A100's latency scale, 20 us, being most of it.)
+TEST(CollectiveChecks, APolarisTreeHopCostsTheSameInEitherVersionAndIsNotARingStep) {
+  const auto checks = load_collective_checks(data_dir());
+  auto named = [&](const std::string& file) -> const CollectiveCheck& { return shipped_file(checks, file); };
+  // The median of the measured times from 8 B to 512 B (the first size, 4 B, pays the run's first call).
+  auto small = [&](const std::string& file) {
+    std::vector<double> t;
+    for (const auto& r : named(file).samples) {
+      if (r.bytes >= 8.0 && r.bytes <= 512.0) t.push_back(r.seconds);
+    }
+    EXPECT_EQ(t.size(), 7u) << file;
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+  };
+  // Per network hop between 2 nodes (2 hops) and 540 (2 log2(540) = 18).
+  const double hop218 = (small("polaris_540x4_all_reduce.txt") - small("polaris_2x4_all_reduce.txt")) / 16.0;
+  const double hop221 =
+      (small("polaris_540x4_all_reduce_nccl221.txt") - small("polaris_2x4_all_reduce_nccl221.txt")) / 16.0;
+  EXPECT_NEAR(hop221 / hop218, 1.0, 0.1);
+  const auto& lib = topology::find_cluster_preset("polaris")->library;
+  EXPECT_NEAR(lib.tree_step_s[0] / hop218, 1.0, 0.1);  // the fit, on 8 nodes alone
+  EXPECT_LT(hop218, 0.7 * lib.net_step_s[0]);
+  int rows = 0;
+  for (const char* file : {"polaris_540x4_all_reduce.txt", "polaris_540x4_all_reduce_nccl221.txt"}) {
+    for (const auto& r : predict_collective_check(named(file))) {
+      if (r.bytes < 8.0 || r.bytes > 512.0) continue;
+      EXPECT_EQ(r.algorithm, "tree") << file << ", " << r.bytes << " B";
+      EXPECT_EQ(r.protocol, "LL") << file << ", " << r.bytes << " B";
+      EXPECT_LT(std::fabs(r.error()), 0.2) << file << ", " << r.bytes << " B";
+      ++rows;
+    }
+  }
+  EXPECT_EQ(rows, 14);
 }
 
 // The table pools each machine's rows per role under the files: every row of the fitted and of the held-out files.
