@@ -149,20 +149,31 @@ std::shared_ptr<const NodeGraphSpec> frontier_graph() {
 
 // Lassen: one IBM AC922 node (S1-S3), 4 V100 and 2 POWER9, NVLink2 and the X-Bus, one EDR HCA per socket; a
 // dual-rail fat tree.
+// Lassen's links as MPI moves GPU data over them, measured (L1 = bienz2/BenchPress@ac2ede18
+// benchmarks/lassen/04_19_21/ping_pong_gpu_mvapich.2442311.out: LLNL's mvapich2 module with MV2_USE_CUDA=1, one-way
+// GPU-to-GPU ping-pong, 4 B to 32 MiB, April 2021; Spectrum MPI's runs beside it, benchmarks/lassen/spectrum/
+// single_rs/09_15_20/ping_pong_large.out, agree on the sockets): two GPUs of one socket 67.3 GB/s at 32 MiB and
+// 0.68 us at 4 B; of two sockets 40.2 GB/s and 1.06 us; of two nodes 20.3 GB/s (the two EDR rails striped) and 2.15 us.
+constexpr double kLassenNvlink = 67.3;    // GB/s, GPU to GPU on one socket
+constexpr double kLassenXbus = 40.2;      // GB/s, GPU to GPU across the X-Bus
+constexpr double kLassenEdrRail = 10.15;  // GB/s per rail: one GPU pair's 20.3 over the node's two
+
 std::shared_ptr<const NodeGraphSpec> lassen_graph() {
   auto g = std::make_shared<NodeGraphSpec>();
   g->devices = {"gpu0", "gpu1", "gpu2", "gpu3"};
   g->hosts = {"cpu0", "cpu1"};
   g->nics = {"ib0", "ib1"};
-  const char* nvl = "S1: 3 NVLink2 bricks x 25 GB/s [derived]; latency [guess]";
-  link(*g, "gpu0", "gpu1", 75.0, nvl);
-  link(*g, "gpu2", "gpu3", 75.0, nvl);
+  // GPU to GPU as MPI moves it (L1): 67.3 GB/s on the socket's 3 NVLink2 bricks (75 GB/s, S1), 40.2 GB/s across the
+  // X-Bus (64 GB/s, S1).
+  const char* nvl = "L1: MVAPICH2 GPU ping-pong 67.3 GB/s (S1: 3 NVLink2 bricks x 25 GB/s); latency [guess]";
+  link(*g, "gpu0", "gpu1", kLassenNvlink, nvl);
+  link(*g, "gpu2", "gpu3", kLassenNvlink, nvl);
   const char* cpu_gpu = "S1, S3: 3 NVLink2 bricks CPU-GPU = 75 GB/s [derived]; latency [guess]";
   link(*g, "cpu0", "gpu0", 75.0, cpu_gpu);
   link(*g, "cpu0", "gpu1", 75.0, cpu_gpu);
   link(*g, "cpu1", "gpu2", 75.0, cpu_gpu);
   link(*g, "cpu1", "gpu3", 75.0, cpu_gpu);
-  link(*g, "cpu0", "cpu1", 64.0, "S1: X-Bus 64 GB/s; latency [guess]");
+  link(*g, "cpu0", "cpu1", kLassenXbus, "L1: GPU ping-pong across sockets 40.2 GB/s (S1: X-Bus 64 GB/s); latency [guess]");
   // Dual-rail EDR: one HCA per socket (S1, S2); its PCIe attachment is [unverified] (Gen4 x8, 16 GB/s).
   link(*g, "cpu0", "ib0", 16.0, "[unverified] PCIe Gen4 x8 to the HCA; latency [guess]");
   link(*g, "cpu1", "ib1", 16.0, "[unverified] PCIe Gen4 x8 to the HCA; latency [guess]");
@@ -341,7 +352,8 @@ core::ClusterSpec make_lassen() {
   c.name = "lassen";
   c.devices_per_node = 4;  // IBM AC922: 2 POWER9 + 4 V100 (S2)
   c.max_nodes = 795;       // [unverified]
-  c.source = "OLCF Summit guide (S1, same AC922 family), TOP500 Sierra news (S2), IBM REDP-5472 (S3)";
+  c.source = "OLCF Summit guide (S1, same AC922 family), TOP500 Sierra news (S2), IBM REDP-5472 (S3), MPI "
+             "ping-pong on Lassen (L1)";
   c.device = v100("V100 16GB", 16.0);  // 16 GB HBM2 (S1)
   c.device.source = "S1, S2; V100 datasheet (V1)";
   c.host.memory = core::Bytes(256e9);                  // [unverified] ~256 GB per node
@@ -349,12 +361,17 @@ core::ClusterSpec make_lassen() {
   c.host.link_bandwidth = BytesPerSec(75.0 * GBps);     // 3 NVLink2 bricks CPU-GPU (S1, derived)
   c.host.cores = 44;                                    // 2 x 22-core POWER9 (S1, S3)
   c.levels = {
-      // Two GPUs per socket joined by 3 NVLink2 bricks of 25 GB/s (S1, derived).
-      level("socket", 2, 75.0, 1, 2.0, "S1 (3 x 25 GB/s NVLink2); latency [guess]"),
-      // GPUs on different sockets cross the 64 GB/s X-Bus, shared by the socket's two GPUs (S1).
-      level("node", 4, 64.0, 2, 3.0, "S1 (X-Bus 64 GB/s); latency [guess]"),
-      // Dual-rail EDR InfiniBand: 2 x 12.5 GB/s per node, one rail per two GPUs (S1, S2).
-      level("infiniband", 795 * 4, 12.5, 2, 5.0, "S1, S2 (EDR 12.5 GB/s per rail); latency [guess]"),
+      // Two GPUs per socket joined by 3 NVLink2 bricks of 25 GB/s (S1), as MPI moves data over them (L1).
+      level("socket", 2, kLassenNvlink, 1, 0.68,
+            "S1 (3 x 25 GB/s NVLink2); L1 (MVAPICH2 GPU ping-pong: 67.3 GB/s, 0.68 us)"),
+      // GPUs on different sockets cross the 64 GB/s X-Bus (S1), shared by the socket's two GPUs; as MPI moves GPU
+      // data across it (L1).
+      level("node", 4, kLassenXbus, 2, 1.06, "S1 (X-Bus 64 GB/s); L1 (GPU ping-pong across sockets: 40.2 GB/s, 1.06 us)"),
+      // Dual-rail EDR InfiniBand: 2 x 12.5 GB/s per node, one rail per two GPUs (S1, S2); one GPU pair gets 20.3
+      // GB/s of the two rails (L1).
+      level("infiniband", 795 * 4, kLassenEdrRail, 2, 2.15,
+            "S1, S2 (EDR 12.5 GB/s per rail); L1 (MVAPICH2 GPU ping-pong across nodes: 20.3 GB/s of two rails, "
+            "2.15 us)"),
   };
   // The Lassen studies run MVAPICH2-GDR, whose algorithm selection is not modelled: rings and trees at the
   // levels' latencies.
