@@ -173,7 +173,8 @@ std::shared_ptr<const NodeGraphSpec> lassen_graph() {
   link(*g, "cpu0", "gpu1", 75.0, cpu_gpu);
   link(*g, "cpu1", "gpu2", 75.0, cpu_gpu);
   link(*g, "cpu1", "gpu3", 75.0, cpu_gpu);
-  link(*g, "cpu0", "cpu1", kLassenXbus, "L1: GPU ping-pong across sockets 40.2 GB/s (S1: X-Bus 64 GB/s); latency [guess]");
+  link(*g, "cpu0", "cpu1", kLassenXbus,
+       "L1: GPU ping-pong across sockets 40.2 GB/s (S1: X-Bus 64 GB/s); latency [guess]");
   // Dual-rail EDR: one HCA per socket (S1, S2); its PCIe attachment is [unverified] (Gen4 x8, 16 GB/s).
   link(*g, "cpu0", "ib0", 16.0, "[unverified] PCIe Gen4 x8 to the HCA; latency [guess]");
   link(*g, "cpu1", "ib1", 16.0, "[unverified] PCIe Gen4 x8 to the HCA; latency [guess]");
@@ -366,7 +367,8 @@ core::ClusterSpec make_lassen() {
             "S1 (3 x 25 GB/s NVLink2); L1 (MVAPICH2 GPU ping-pong: 67.3 GB/s, 0.68 us)"),
       // GPUs on different sockets cross the 64 GB/s X-Bus (S1), shared by the socket's two GPUs; as MPI moves GPU
       // data across it (L1).
-      level("node", 4, kLassenXbus, 2, 1.06, "S1 (X-Bus 64 GB/s); L1 (GPU ping-pong across sockets: 40.2 GB/s, 1.06 us)"),
+      level("node", 4, kLassenXbus, 2, 1.06,
+            "S1 (X-Bus 64 GB/s); L1 (GPU ping-pong across sockets: 40.2 GB/s, 1.06 us)"),
       // Dual-rail EDR InfiniBand: 2 x 12.5 GB/s per node, one rail per two GPUs (S1, S2); one GPU pair gets 20.3
       // GB/s of the two rails (L1).
       level("infiniband", 795 * 4, kLassenEdrRail, 2, 2.15,

@@ -125,8 +125,9 @@ TEST(CollectiveRuns, ThePolarisSlingshotStepsAreTheFitToAlcfsNcclTests) {
   machine.cluster.library.net_step_s = {-1.0, -1.0, -1.0};
   machine.cluster.library.tree_step_s = {-1.0, -1.0, -1.0};
   const auto f = fit_collectives(samples, machine,
-                                 {"collectives.net_step.LL", "collectives.net_step.LL128", "network.slingshot.bandwidth",
-                                  "collectives.tree_step.LL", "collectives.tree_step.LL128"});
+                                 {"collectives.net_step.LL", "collectives.net_step.LL128",
+                                  "network.slingshot.bandwidth", "collectives.tree_step.LL",
+                                  "collectives.tree_step.LL128"});
   EXPECT_TRUE(f.fit.converged) << f.fit.message;
   EXPECT_NEAR(f.fit.values[0] / fitted_steps[0], 1.0, 0.005) << "refit the preset: LL step " << f.fit.values[0];
   EXPECT_NEAR(f.fit.values[1] / fitted_steps[1], 1.0, 0.005) << "refit the preset: LL128 step " << f.fit.values[1];
