@@ -245,8 +245,10 @@ TEST(CollectiveRuns, PolarisOverTcpIsTheFitToAlcfsSetupOne) {
   auto& nic = machine.cluster.levels[1];
   const double fitted_bw = nic.link_bandwidth.value();
   const double fitted_step = machine.cluster.library.net_step_s[1];
-  nic.link_bandwidth = core::BytesPerSec(18.7143844745e9);  // what NCCL gets through the plugin
-  machine.cluster.library.net_step_s[1] = 83.47557623e-6;  // the plugin's LL128 step
+  // From the plugin's values (the polaris preset's): what NCCL gets of a NIC through it, and its LL128 step.
+  const core::ClusterSpec& plugin = *topology::find_cluster_preset("polaris");
+  nic.link_bandwidth = plugin.levels[1].link_bandwidth;
+  machine.cluster.library.net_step_s[1] = plugin.library.net_step_s[1];
   const auto f = fit_collectives(samples, machine, {"collectives.net_step.LL128", "network.slingshot.bandwidth"});
   EXPECT_TRUE(f.fit.converged) << f.fit.message;
   EXPECT_NEAR(f.fit.values[0] / fitted_step, 1.0, 0.005) << "refit the machine: LL128 step " << f.fit.values[0];
