@@ -284,6 +284,13 @@ void AnalyticalEngine::index_roles(const TaskGraph& g, std::size_t roles) {
 }
 
 void AnalyticalEngine::finish_run(const TaskGraph& g, const EngineOptions& options, double finish, RunResult& out) {
+  if (!options.breakdown) {
+    out.iteration_time = core::Seconds(finish);
+    out.roles.clear();
+    out.memory.clear();
+    out.timings.clear();
+    return;
+  }
   const std::size_t roles = std::max<std::size_t>(1, g.roles().size());
   index_roles(g, roles);
   out.iteration_time = core::Seconds(finish);

@@ -18,6 +18,9 @@ namespace shardsim::engine {
 struct EngineOptions {
   bool keep_timings = true;     ///< fill RunResult::timings
   bool memory_timeline = true;  ///< replay memory events for the peak and the per-role timeline
+  /// Fill RunResult::roles (where each role's time goes). Without it a run gives the iteration time alone, as a
+  /// plan search needs it: the analytical engine then skips its per-role pass over the schedule.
+  bool breakdown = true;
   topology::TopologyKind topology = topology::TopologyKind::kAuto;  ///< the SimGrid engine's platform
   /// Called as tasks finish (tasks done, tasks in all) by engines whose runs take long (SimGrid); may be empty.
   std::function<void(std::size_t, std::size_t)> progress;

@@ -31,7 +31,10 @@ Evaluation evaluate(const Scenario& s, const engine::EngineOptions& options) {
 }
 
 core::Seconds Evaluator::iteration_time(const Scenario& s) {
-  const strategies::ModelCosts costs = strategies::compute_model_costs(s.model, s.plan, &s.cluster.device);
+  return iteration_time(s, strategies::compute_model_costs(s.model, s.plan, &s.cluster.device));
+}
+
+core::Seconds Evaluator::iteration_time(const Scenario& s, const strategies::ModelCosts& costs) {
   const auto strategy = strategies::make_strategy(s.plan);
   strategy->lower(strategies::LoweringInput{s.model, s.cluster, s.plan, costs}, graph_);
   if (engine_) {
@@ -42,6 +45,7 @@ core::Seconds Evaluator::iteration_time(const Scenario& s) {
   engine::EngineOptions opts;
   opts.keep_timings = false;
   opts.memory_timeline = false;
+  opts.breakdown = false;
   engine_->run(graph_, opts, result_);
   return result_.iteration_time;
 }

@@ -41,6 +41,8 @@ class Evaluator {
  public:
   /** @brief Iteration time of `s` (lowering + engine, no memory timeline, no per-task timings). */
   core::Seconds iteration_time(const Scenario& s);
+  /** @brief The same, with the model's costs for `s.plan` already computed (strategies::compute_model_costs). */
+  core::Seconds iteration_time(const Scenario& s, const strategies::ModelCosts& costs);
 
  private:
   graph::TaskGraph graph_;

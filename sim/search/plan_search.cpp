@@ -248,7 +248,7 @@ SearchResult search(const scenario::Scenario& base, const SearchSpace& space, in
       results[i].memory = mem.total.value();
       if (!mem.fits || mem.headroom().value() < space.memory_margin.value()) continue;
       fits[i] = 1;
-      results[i].time = evaluator.iteration_time(s).value();
+      results[i].time = evaluator.iteration_time(s, costs).value();
     }
   };
   std::vector<std::thread> pool;

@@ -70,6 +70,31 @@ TEST(AnalyticalEngine, ComputeSlowsWhileACollectiveRunsBesideIt) {
   EXPECT_NEAR(plain.run(f.g).iteration_time.value(), 2.0, 1e-12);
 }
 
+// Without the breakdown (a plan search's run) the engine gives the same iteration time, with and without a slowdown,
+// and leaves the per-role parts, the timings and the memory timeline empty.
+TEST(AnalyticalEngine, ARunWithoutBreakdownGivesTheSameIterationTimeAndNothingElse) {
+  for (double slowdown : {1.0, 1.5}) {
+    Fixture f;
+    f.cluster.device.comm_compute_slowdown = slowdown;
+    f.g.add_compute(f.role, Phase::kForward, 1, 0, core::Flops(kOneSecond), core::Bytes(0));
+    const auto a = f.gather(Stream::kParamGather, 0.5);
+    const auto c2 = f.g.add_compute(f.role, Phase::kForward, 2, 0, core::Flops(kOneSecond), core::Bytes(0));
+    f.g.add_dep(c2, a);
+    AnalyticalEngine eng(f.cluster, core::CollectiveAlgorithm::kRing);
+    const RunResult full = eng.run(f.g);
+    EngineOptions opts;
+    opts.breakdown = false;
+    RunResult r = full;  // a reused result: what an earlier run left in it goes
+    eng.run(f.g, opts, r);
+    EXPECT_EQ(r.iteration_time.value(), full.iteration_time.value());
+    EXPECT_GT(full.iteration_time.value(), 2.0 - 1e-12);
+    EXPECT_FALSE(full.roles.empty());
+    EXPECT_TRUE(r.roles.empty());
+    EXPECT_TRUE(r.timings.empty());
+    EXPECT_TRUE(r.memory.empty());
+  }
+}
+
 // A communication kernel (a gather's copy out, on the gather stream) slows the compute stream's kernels beside it as
 // a collective does, and runs at its own speed beside them; beside a collective it slows too.
 TEST(AnalyticalEngine, ComputeSlowsBesideCommunicationKernels) {
