@@ -257,5 +257,46 @@ TEST(CollectiveRuns, PolarisOverTcpIsTheFitToAlcfsSetupOne) {
   EXPECT_LT(f.check_after.mean_abs, 0.6 * f.check_before.mean_abs);
 }
 
+// NCCL on NERSC Perlmutter's GPU nodes (machines/perlmutter-gpu.yaml): its LL128 ring step is the fit to the all-gathers
+// marked fit, from Polaris's (NCCL 2.18's) step; the reduce-scatters are held out and come out better too.
+TEST(CollectiveRuns, PerlmutterIsTheFitToItsAllGathers) {
+  const std::string dir = std::string(SHARDSIM_SOURCE_DIR) + "/validate/data/collectives";
+  const auto samples = shipped_samples("machines/perlmutter-gpu.yaml");
+  ASSERT_EQ(samples.size(), 46u);
+  scenario::Scenario machine = scenario::load_scenarios(dir + "/machines/perlmutter-gpu.yaml").at(0);
+  auto& lib = machine.cluster.library;
+  const double fitted_step = lib.net_step_s[1];
+  lib.net_step_s[1] = topology::find_cluster_preset("polaris")->library.net_step_s[1];
+  const auto f = fit_collectives(samples, machine, {"collectives.net_step.LL128"});
+  EXPECT_TRUE(f.fit.converged) << f.fit.message;
+  EXPECT_NEAR(f.fit.values[0] / fitted_step, 1.0, 0.005) << "refit the machine: LL128 step " << f.fit.values[0];
+  EXPECT_LT(f.fit_after.mean_abs, 0.3 * f.fit_before.mean_abs);
+  EXPECT_LT(f.check_after.mean_abs, 0.5 * f.check_before.mean_abs);
+}
+
+// The machines that borrow another's fitted values (their files say whose) carry them as fitted: Kestrel Polaris's ring
+// steps and NIC share and Alps's tree hops and latency scale; Perlmutter Polaris's LL ring step and NIC share, the A100's
+// latency scale and Alps's tree hops. A refit of Polaris or Alps that leaves them behind fails here.
+TEST(CollectiveRuns, BorrowedNetworkValuesAreTheirSourcesValues) {
+  const std::string dir = std::string(SHARDSIM_SOURCE_DIR) + "/validate/data/collectives/machines/";
+  const core::ClusterSpec& polaris = *topology::find_cluster_preset("polaris");
+  const core::ClusterSpec& a100 = *topology::find_cluster_preset("dgx-a100");
+  const core::ClusterSpec alps = scenario::load_scenarios(dir + "alps-gh200.yaml").at(0).cluster;
+  const core::ClusterSpec kestrel = scenario::load_scenarios(dir + "kestrel-gpu.yaml").at(0).cluster;
+  const core::ClusterSpec perlmutter = scenario::load_scenarios(dir + "perlmutter-gpu.yaml").at(0).cluster;
+  const double polaris_nic = polaris.levels.at(1).link_bandwidth.value();
+  for (int p : {0, 1}) {
+    const auto k = static_cast<std::size_t>(p);
+    EXPECT_NEAR(kestrel.library.net_step_s[k] / polaris.library.net_step_s[k], 1.0, 1e-9) << "kestrel ring step " << p;
+    EXPECT_NEAR(kestrel.library.tree_step_s[k] / alps.library.tree_step_s[k], 1.0, 1e-9) << "kestrel tree hop " << p;
+    EXPECT_NEAR(perlmutter.library.tree_step_s[k] / alps.library.tree_step_s[k], 1.0, 1e-9) << "perlmutter tree hop " << p;
+  }
+  EXPECT_NEAR(perlmutter.library.net_step_s[0] / polaris.library.net_step_s[0], 1.0, 1e-9);
+  EXPECT_NEAR(kestrel.levels.at(1).link_bandwidth.value() / polaris_nic, 1.0, 1e-9);
+  EXPECT_NEAR(perlmutter.levels.at(1).link_bandwidth.value() / polaris_nic, 1.0, 1e-9);
+  EXPECT_NEAR(kestrel.library.latency_scale / alps.library.latency_scale, 1.0, 1e-9);
+  EXPECT_NEAR(perlmutter.library.latency_scale / a100.library.latency_scale, 1.0, 1e-9);
+}
+
 }  // namespace
 }  // namespace shardsim::validate
