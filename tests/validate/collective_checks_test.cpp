@@ -27,18 +27,20 @@ std::string write_temp(const std::string& name, const std::string& text) {
   return p.string();
 }
 
-// The shipped benchmark file of that name.
-const CollectiveCheck& shipped_file(const std::vector<CollectiveCheck>& checks, const std::string& file) {
-  for (const auto& c : checks) {
-    if (fs::path(c.path).filename() == file) return c;
+// The shipped benchmark files; called with a file name, that file's.
+struct Shipped {
+  std::vector<CollectiveCheck> checks = load_collective_checks(data_dir());
+  const CollectiveCheck& operator()(const std::string& file) const {
+    for (const auto& c : checks) {
+      if (fs::path(c.path).filename() == file) return c;
+    }
+    throw std::runtime_error("no " + file);
   }
-  throw std::runtime_error("no " + file);
-}
+};
 
 TEST(CollectiveChecks, ShippedBenchmarksNameTheirMachineAndForcedSettings) {
-  const auto checks = load_collective_checks(data_dir());
-  ASSERT_EQ(checks.size(), 85u);
-  auto named = [&](const std::string& file) -> const CollectiveCheck& { return shipped_file(checks, file); };
+  const Shipped named;
+  ASSERT_EQ(named.checks.size(), 85u);
   const auto& big = named("h100_128x8_all_reduce_ring_ll128.txt");
   EXPECT_EQ(big.cluster, "dgx-h100");
   EXPECT_EQ(big.ranks, 1024);
@@ -133,8 +135,7 @@ TEST(CollectiveChecks, ShippedBenchmarksNameTheirMachineAndForcedSettings) {
 // (ALCF's runs: 7.5-7.9 us per step); with the LL step fitted on 32 and 512 ranks the held-out 1,024- and 2,160-rank
 // runs of NCCL 2.21 come out within 15% at every size up to 1 MiB, where the 32-rank fit alone put them 20% slow.
 TEST(CollectiveChecks, APolarisRingStepCostsTheSameAtEveryScaleAndVersion) {
-  const auto checks = load_collective_checks(data_dir());
-  auto named = [&](const std::string& file) -> const CollectiveCheck& { return shipped_file(checks, file); };
+  const Shipped named;
   const auto old540 = predict_collective_check(named("polaris_540x4_all_gather.txt"));
   const auto new540 = predict_collective_check(named("polaris_540x4_all_gather_nccl221.txt"));
   const auto new1024 = predict_collective_check(named("polaris_256x4_all_gather_nccl221.txt"));
@@ -171,8 +172,7 @@ TEST(CollectiveChecks, APolarisRingStepCostsTheSameAtEveryScaleAndVersion) {
 // versions come out within 20%, where a tree priced at the ring's step came out 2x slow. (Fewer nodes come out slow:
 // +30-40% on 8 nodes, +70% on 2, NCCL's base and in-node hops at the A100's latency scale, 20 us, being most of it.)
 TEST(CollectiveChecks, APolarisTreeHopCostsTheSameInEitherVersionAndIsNotARingStep) {
-  const auto checks = load_collective_checks(data_dir());
-  auto named = [&](const std::string& file) -> const CollectiveCheck& { return shipped_file(checks, file); };
+  const Shipped named;
   // The median of the measured times from 8 B to 512 B (the first size, 4 B, pays the run's first call).
   auto small = [&](const std::string& file) {
     std::vector<double> t;
