@@ -137,6 +137,7 @@ TaskId TaskGraph::append_compute(std::uint16_t role, Stream stream, Phase phase,
 }
 
 void TaskGraph::note_launch(TaskId t) {
+  if (!launch_blocking) return;  // only add_host_work under launch_blocking reads them (set before the first task)
   const Task& k = tasks_[t];
   if (k.stream == Stream::kHostCpu || k.stream == Stream::kHostStep) return;
   if (last_launched_.size() <= k.role) {
