@@ -191,6 +191,19 @@ void apply_library(const ConfigNode& n, core::CollectiveLibrarySpec& l) {
       l.protocols[*core::parse_protocol(it.as_choice({"LL", "LL128", "Simple"}))] = true;
     }
   }
+  // A step of a protocol the library does not run here would go unused: refused, where it is written.
+  for (const char* key : {"net_step_latency", "tree_step_latency"}) {
+    const auto v = n.find(key);
+    if (!v) continue;
+    for (const char* p : {"LL", "LL128", "Simple"}) {
+      const auto d = v->find(p);
+      if (d && !l.protocols[*core::parse_protocol(p)]) {
+        d->fail(fmt::format("{} is not among the library's protocols here (collective_library.protocols): a step for "
+                            "it would go unused",
+                            p));
+      }
+    }
+  }
 }
 
 std::vector<core::NetworkLevel> parse_network(const ConfigNode& n) {

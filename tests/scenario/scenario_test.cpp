@@ -1066,6 +1066,10 @@ TEST(Scenario, CollectiveLibraryKeysChangeThePresetsLibrary) {
                {6, 48, "cluster.collective_library.version", "NCCL only"});
   expect_error(replace(kGood, "  nodes: 2", "  nodes: 2\n  collective_library: {tree_step_latency: {Simple: 2ms}}"),
                {6, 52, "cluster.collective_library.tree_step_latency.Simple", "above 0 to 1 ms"});
+  // A step of a protocol the library does not run here would go unused: refused.
+  expect_error(replace(kGood, "  nodes: 2",
+                       "  nodes: 2\n  collective_library: {protocols: [LL, Simple], tree_step_latency: {LL128: 36us}}"),
+               {6, 76, "cluster.collective_library.tree_step_latency.LL128", "not among the library's protocols"});
 }
 
 }  // namespace
