@@ -470,6 +470,7 @@ TEST(Collective, PrintsAndWritesTheLibrarysChoiceSizeBySize) {
   }
   for (const auto& row : j["rows"]) EXPECT_EQ(row["paced_s"].get<double>(), 0.0);  // NCCL's rings are not paced
   EXPECT_EQ(r.out.find("rings paced:"), std::string::npos);
+  EXPECT_EQ(r.out.find("protocols:"), std::string::npos) << r.out;  // every protocol runs on a DGX H100
   EXPECT_EQ(run("collective dgx-h100 --ranks 1").code, 2);
   EXPECT_EQ(run("collective dgx-h100 --op broadcast").code, 2);
   EXPECT_EQ(run("collective no-such-machine").code, 2);
@@ -486,6 +487,7 @@ TEST(Collective, SaysWhereRingsArePaced) {
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("rings paced: under Simple a ring takes at least its 2047 steps x 62.5 us"), std::string::npos)
       << r.out;
+  EXPECT_NE(r.out.find("protocols: LL, Simple (LL128 not run on this machine)"), std::string::npos) << r.out;
   const auto j = nlohmann::json::parse(read(d / "c.json"));
   ASSERT_EQ(j["rows"].size(), 1u);
   const auto& row = j["rows"][0];
