@@ -1,8 +1,11 @@
 #include "sim/cli/collective_command.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -72,12 +75,13 @@ int cmd_collective(const std::vector<std::string>& args) {
                            core::library_label(c.library), c.library.source, core::algorithm_name(algorithm));
   // A library that does not run every protocol here (NCCL's LL128 rule, or the scenario's list): say which it runs.
   if (c.library.family != core::CollectiveLibrarySpec::Family::kAlphaBeta) {
-    std::string on, off;
+    std::vector<std::string> on, off;
     for (std::size_t p = 0; p < c.library.protocols.size(); ++p) {
-      (c.library.protocols[p] ? on : off) += fmt::format("{}{}", (c.library.protocols[p] ? on : off).empty() ? "" : ", ",
-                                                         core::protocol_name(p));
+      (c.library.protocols[p] ? on : off).emplace_back(core::protocol_name(p));
     }
-    if (!off.empty()) std::cout << fmt::format("protocols: {} ({} not run on this machine)\n", on, off);
+    if (!off.empty()) {
+      std::cout << fmt::format("protocols: {} ({} not run on this machine)\n", fmt::join(on, ", "), fmt::join(off, ", "));
+    }
   }
   // A library whose rings are paced: say what floor its Simple rings across these nodes put under a call.
   const bool paced = c.library.paced_rings && c.library.family != core::CollectiveLibrarySpec::Family::kAlphaBeta &&
