@@ -60,12 +60,13 @@ constexpr double kNcclA100LatencyScale = 1.9145;  // NCCL picking by its own tab
 // hops) 23, 62 and 207 us on 2, 8 and 540 nodes, NCCL 2.18 and 2.21 alike (the 540-node pair ran in one allocation
 // with the same plugin build): a tree's hop costs about half a ring's step through the same transport, whatever the
 // version. Simple's step and hop are not identifiable from them (its sizes are bandwidth-bound): NCCL's table. A
-// test refits. [finding] NCCL's own rule would run no LL128 here: it enables LL128 on Ampere only where the GPU
-// reaches its NIC within a PCIe switch (src/graph/tuning.cc), and a Polaris NIC is PHB from its nearest GPU (ALCF's
-// machine overview, "Polaris Device Affinity Information"; ALCF's runs set NCCL_NET_GDR_LEVEL=PHB). Refitted with LL
-// and Simple only (their ring steps and tree hops and the NIC share) the files come out worse: 22% -> 30% fitted,
-// 25% -> 29% held out. The "LL128" fitted here stands in for what NCCL does at mid sizes that the model's LL and
-// Simple do not capture; Alps, where the same rule holds, fits better without it (machines/alps-gh200.yaml).
+// test refits. [finding] NCCL enables LL128 on Ampere only where the GPU reaches its NIC within a PCIe switch
+// (src/graph/tuning.cc); ALCF's machine overview ("Polaris Device Affinity Information") shows each NIC PHB from its
+// nearest GPU, which would leave LL128 off, but its table names the mlx5 NICs of Polaris's first network, and the
+// runs here show three regimes, as with LL128: 128 nodes' all-gather takes 3.9-4.4 ms to 2 MiB (LL), 15-16 ms from 8
+// to 32 MiB, 12.6 ms at 64 MiB (Simple). Refitted with LL and Simple only (their ring steps and tree hops and the NIC
+// share) the files come out worse: 22% -> 30% fitted, 25% -> 29% held out. So LL128 stays; on Alps, whose NICs hang
+// off the Grace CPUs by design, the same rule is applied and fits better (machines/alps-gh200.yaml).
 constexpr double kOfiSlingshotStepLL = 19.90510827e-6;
 constexpr double kOfiSlingshotStepLL128 = 83.47557623e-6;
 constexpr double kPolarisTreeHopLL = 11.03919508e-6;
