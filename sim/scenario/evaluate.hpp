@@ -39,7 +39,8 @@ Evaluation evaluate(const Scenario& s, const engine::EngineOptions& options = {}
 /** @brief Re-usable evaluator for tight loops (benchmarks, search): keeps its graph and buffers. */
 class Evaluator {
  public:
-  /** @brief Iteration time of `s` (lowering + engine, no memory timeline, no per-task timings). */
+  /** @brief Iteration time of `s` (lowering + engine; no per-role breakdown, memory timeline or per-task
+   *  timings). */
   core::Seconds iteration_time(const Scenario& s);
   /** @brief The same, with the model's costs for `s.plan` already computed (strategies::compute_model_costs). */
   core::Seconds iteration_time(const Scenario& s, const strategies::ModelCosts& costs);
