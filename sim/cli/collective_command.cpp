@@ -4,8 +4,6 @@
 #include <fmt/ranges.h>
 
 #include <iostream>
-#include <string>
-#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -75,12 +73,10 @@ int cmd_collective(const std::vector<std::string>& args) {
                            core::library_label(c.library), c.library.source, core::algorithm_name(algorithm));
   // A library that does not run every protocol here (NCCL's LL128 rule, or the scenario's list): say which it runs.
   if (c.library.family != core::CollectiveLibrarySpec::Family::kAlphaBeta) {
-    std::vector<std::string> on, off;
-    for (std::size_t p = 0; p < c.library.protocols.size(); ++p) {
-      (c.library.protocols[p] ? on : off).emplace_back(core::protocol_name(p));
-    }
+    const auto off = core::protocol_names(c.library, false);
     if (!off.empty()) {
-      std::cout << fmt::format("protocols: {} ({} not run on this machine)\n", fmt::join(on, ", "), fmt::join(off, ", "));
+      std::cout << fmt::format("protocols: {} ({} not run on this machine)\n",
+                               fmt::join(core::protocol_names(c.library), ", "), fmt::join(off, ", "));
     }
   }
   // A library whose rings are paced: say what floor its Simple rings across these nodes put under a call.

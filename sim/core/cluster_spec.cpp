@@ -75,6 +75,14 @@ std::optional<std::size_t> parse_protocol(std::string_view name) {
   return std::nullopt;
 }
 
+std::vector<std::string> protocol_names(const CollectiveLibrarySpec& l, bool running) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < l.protocols.size(); ++i) {
+    if (l.protocols[i] == running) out.emplace_back(kProtocolNames[i]);
+  }
+  return out;
+}
+
 CodecRates codec_rates(const DeviceSpec& d) {
   if (d.codec.zfp_compress.value() > 0.0) return d.codec;
   const double scale = d.compute_units > 0 ? static_cast<double>(d.compute_units) / kH100ComputeUnits : 1.0;

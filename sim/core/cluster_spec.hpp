@@ -526,6 +526,8 @@ std::optional<CollectiveLibrarySpec::Family> parse_library(std::string_view name
 std::string_view protocol_name(std::size_t i);
 /** @brief The index protocol_name() spells `name`, or nullopt. */
 std::optional<std::size_t> parse_protocol(std::string_view name);
+/** @brief The names of the protocols `l` runs (`running`), or of those it does not, in index order. */
+std::vector<std::string> protocol_names(const CollectiveLibrarySpec& l, bool running = true);
 
 struct ClusterSpec {
   std::string name;

@@ -34,14 +34,6 @@ nlohmann::json net_steps(const core::CollectiveLibrarySpec& l,
   return j;
 }
 
-std::vector<std::string> protocol_list(const core::CollectiveLibrarySpec& l) {
-  std::vector<std::string> out;
-  for (std::size_t i = 0; i < l.protocols.size(); ++i) {
-    if (l.protocols[i]) out.emplace_back(core::protocol_name(i));
-  }
-  return out;
-}
-
 std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / core::kGiB); }
 std::string sec(double s) { return core::format_seconds(core::Seconds(s)); }
 std::string pct(double part, double whole) { return whole > 0 ? fmt::format("{:5.1f}%", 100.0 * part / whole) : "    -"; }
@@ -610,7 +602,7 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
                     {"net_latency_scale", c.library.net_latency_scale},
                     {"net_step_s", net_steps(c.library, engine::network_step_s)},
                     {"tree_step_s", net_steps(c.library, engine::tree_step_s)},
-                    {"protocols", protocol_list(c.library)},
+                    {"protocols", core::protocol_names(c.library)},
                     {"paced_rings", c.library.paced_rings},
                     {"amd_host", c.library.amd_host},
                     {"source", c.library.source}}}};

@@ -159,11 +159,25 @@ void apply_library(const ConfigNode& n, core::CollectiveLibrarySpec& l) {
   };
   if (auto v = n.find("latency_scale")) l.latency_scale = scale(*v);
   if (auto v = n.find("net_latency_scale")) l.net_latency_scale = scale(*v);
-  // Measured network steps per protocol, a ring's and a tree's: {LL: 11us, LL128: 50us, Simple: 60us} (any subset).
-  auto steps = [](const ConfigNode& v, std::array<double, 3>& out) {
+  if (auto v = n.find("protocols")) {
+    const auto items = v->items();
+    if (items.empty()) v->fail("expected a list of protocols: LL, LL128, Simple");
+    l.protocols = {false, false, false};
+    for (const ConfigNode& it : items) {
+      l.protocols[*core::parse_protocol(it.as_choice({"LL", "LL128", "Simple"}))] = true;
+    }
+  }
+  // Measured network steps per protocol, a ring's and a tree's: {LL: 11us, LL128: 50us, Simple: 60us} (any subset of
+  // the protocols the library runs here: a step of another would go unused, and is refused where it is written).
+  auto steps = [&l](const ConfigNode& v, std::array<double, 3>& out) {
     v.expect_map({"LL", "LL128", "Simple"});
     for (const char* p : {"LL", "LL128", "Simple"}) {
       if (auto d = v.find(p)) {
+        if (!l.protocols[*core::parse_protocol(p)]) {
+          d->fail(fmt::format("{} is not among the library's protocols here (collective_library.protocols): a step "
+                              "for it would go unused",
+                              p));
+        }
         const double s = d->as_duration().value();
         if (!(s > 0.0 && s <= 1e-3)) d->fail("expected a network step from above 0 to 1 ms");
         out[*core::parse_protocol(p)] = s;
@@ -182,27 +196,6 @@ void apply_library(const ConfigNode& n, core::CollectiveLibrarySpec& l) {
     const std::string g = v->as_choice({"volta", "ampere", "hopper"});
     l.generation = g == "volta" ? Spec::Generation::kVolta : g == "ampere" ? Spec::Generation::kAmpere
                                                                            : Spec::Generation::kHopper;
-  }
-  if (auto v = n.find("protocols")) {
-    const auto items = v->items();
-    if (items.empty()) v->fail("expected a list of protocols: LL, LL128, Simple");
-    l.protocols = {false, false, false};
-    for (const ConfigNode& it : items) {
-      l.protocols[*core::parse_protocol(it.as_choice({"LL", "LL128", "Simple"}))] = true;
-    }
-  }
-  // A step of a protocol the library does not run here would go unused: refused, where it is written.
-  for (const char* key : {"net_step_latency", "tree_step_latency"}) {
-    const auto v = n.find(key);
-    if (!v) continue;
-    for (const char* p : {"LL", "LL128", "Simple"}) {
-      const auto d = v->find(p);
-      if (d && !l.protocols[*core::parse_protocol(p)]) {
-        d->fail(fmt::format("{} is not among the library's protocols here (collective_library.protocols): a step for "
-                            "it would go unused",
-                            p));
-      }
-    }
   }
 }
 

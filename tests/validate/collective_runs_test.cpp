@@ -278,7 +278,8 @@ TEST(CollectiveRuns, PerlmutterIsTheFitToItsAllGathers) {
 
 // The machines that borrow another's fitted values (their files say whose) carry them as fitted: Kestrel Polaris's ring
 // steps and NIC share and Alps's tree hops (LL, Simple) and latency scale; Perlmutter Polaris's LL ring step and NIC
-// share, the A100's latency scale, Alps's tree hops (LL, Simple) and Polaris's LL128 one. A refit of Polaris or Alps that leaves them behind fails here.
+// share, the A100's latency scale, Alps's tree hops (LL, Simple) and Polaris's LL128 one. A refit of Polaris or Alps
+// that leaves them behind fails here.
 TEST(CollectiveRuns, BorrowedNetworkValuesAreTheirSourcesValues) {
   const std::string dir = std::string(SHARDSIM_SOURCE_DIR) + "/validate/data/collectives/machines/";
   const core::ClusterSpec& polaris = *topology::find_cluster_preset("polaris");
