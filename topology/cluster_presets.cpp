@@ -47,6 +47,14 @@ using Library = core::CollectiveLibrarySpec;
 constexpr double kA100NvswitchBandwidth = 216.962;  // GB/s
 constexpr double kA100NvswitchLatency = 8.874;      // us per step
 constexpr double kNcclA100LatencyScale = 1.9145;  // NCCL picking by its own table, the scale pricing the pick
+// What NCCL's rings get of an H100's NVLink4 through NVSwitch (450 GB/s per direction on the datasheet): 363.5 GB/s,
+// +- 6.9, fitted (shardsim calibrate --collectives validate/data/collectives/h100_1x8_*.txt --cluster dgx-h100 --fit
+// network.nvswitch.bandwidth) to an 8-GPU all-gather of 32 MB to 16 GB with NCCL 2.28 at its defaults (role=fit:
+// 16.8% -> 3.5% mean error), its reduce-scatter held out (17.4% -> 5.3%). The same run's send/recv reaches 361-368
+// GB/s and its all-to-all 348: one rate for every copy between two GPUs. Its all-reduce reaches 480 GB/s of bus
+// bandwidth: NCCL's NVLS algorithm (the switch reduces; NCCL 2.17 and later on NVSwitch systems), which the model
+// does not have, so a single node's large all-reduce comes out about 30% slow (h100_1x8_all_reduce.txt).
+constexpr double kH100NvswitchBandwidth = 363.5;  // GB/s
 // What NCCL gets of Polaris's Slingshot-11 through libfabric's CXI provider and the AWS OFI plugin: a ring's network
 // step of 19.91 us under LL and 83.48 us under LL128 (NCCL's table: 2.7 and 4), a tree's network hop of 11.04 us under
 // LL and 60.86 us under LL128 (NCCL's table: 5 and 8.5), and 18.71 GB/s of each 25 GB/s NIC. Fitted (shardsim
@@ -209,9 +217,12 @@ std::shared_ptr<const NodeGraphSpec> dgx_graph() {
   g->hosts = {"cpu0", "cpu1"};
   for (int k = 0; k < 8; ++k) g->nics.push_back(fmt::format("ib{}", k));
   // The four NVSwitch chips modelled as one non-blocking switch; 18 NVLink4 links = 900 GB/s bidirectional per
-  // GPU (NVIDIA MLPerf system file) = 450 GB/s per direction.
+  // GPU (NVIDIA MLPerf system file) = 450 GB/s per direction, of which NCCL gets kH100NvswitchBandwidth: the same
+  // rate as the preset's nvswitch level, so both engines see one machine.
   for (int i = 0; i < 8; ++i) {
-    link(*g, fmt::format("gpu{}", i), "nvswitch", 450.0, "NVIDIA: 18 NVLink4, 450 GB/s per direction; latency [guess]");
+    link(*g, fmt::format("gpu{}", i), "nvswitch", kH100NvswitchBandwidth,
+         "NVIDIA: 18 NVLink4, 450 GB/s per direction, at the share NCCL reaches (8-GPU all-gather, NCCL 2.28); "
+         "latency [guess]");
   }
   for (int i = 0; i < 8; ++i) {
     link(*g, i < 4 ? "cpu0" : "cpu1", fmt::format("gpu{}", i), 64.0,
@@ -493,8 +504,11 @@ core::ClusterSpec make_dgx_h100() {
   // beside copy-engine transfers ran unslowed (host copies do not interfere with compute, graph::interferes).
   c.host.link_bandwidth = BytesPerSec(54.81 * GBps);
   c.levels = {
-      // NVLink4 through NVSwitch: 900 GB/s bidirectional per GPU = 450 GB/s per direction (MLPerf file).
-      level("nvswitch", 8, 450.0, 1, 2.0, "NVIDIA (900 GB/s bidirectional per GPU); latency [guess]"),
+      // NVLink4 through NVSwitch: 900 GB/s bidirectional per GPU = 450 GB/s per direction (MLPerf file), at what
+      // NCCL's rings get of it (kH100NvswitchBandwidth).
+      level("nvswitch", 8, kH100NvswitchBandwidth, 1, 2.0,
+            "NVIDIA (900 GB/s bidirectional per GPU) at the share NCCL's rings reach (8-GPU all-gather, NCCL 2.28: "
+            "validate/data/collectives/h100_1x8_all_gather.txt); latency [guess]"),
       // 8 x 400 Gb/s InfiniBand compute NICs, one per GPU (MLPerf system file).
       level("infiniband", 1 << 20, 50.0, 1, 4.0, "NVIDIA (400 Gb/s per GPU); latency [guess]"),
   };

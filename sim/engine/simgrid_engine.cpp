@@ -199,6 +199,24 @@ class Planner {
     return m;
   }
 
+  // What the flows' route latencies add to their slowest transfer when nothing is shared: the last flow to finish
+  // alone (its route's latency plus its bytes at its narrowest link) minus the longest transfer. A library's
+  // latency less this is the pre-delay that makes an uncontended call cost latency + transfer, as the analytical
+  // engine prices it, whichever flow bounds it (a flow through the switch may, with a shorter route than the NIC's).
+  double bounding_latency(const std::vector<NetFlow>& flows) {
+    double finish = 0.0;
+    double transfer = 0.0;
+    for (const NetFlow& f : flows) {
+      topo_.route(f.src_vertex, f.dst_vertex, hops_);
+      double width = std::numeric_limits<double>::infinity();
+      for (const topology::Hop& h : hops_) width = std::min(width, topo_.link_bandwidth_Bps(h.link));
+      const double t = hops_.empty() ? 0.0 : f.bytes / width;
+      finish = std::max(finish, topo_.route_latency_s(hops_) + t);
+      transfer = std::max(transfer, t);
+    }
+    return finish - transfer;
+  }
+
   void plan_collective(const Task& t, int base, CommPlan& p) {
     const graph::GroupShape& shape = g_.groups()[t.group].shape;
     const graph::CodecCost& codec = g_.codecs[static_cast<std::size_t>(t.purpose)];
@@ -285,11 +303,12 @@ class Planner {
       const double bytes = (tree ? 2.0 * wire : per_edge) / (est.bandwidth_factor * geo.w(l - 1));
       level_flows(l, bytes, l == geo.top, ph.flows);
     }
-    // The library's latency is the whole call's, the first hop included (the flows pay that one); alpha-beta
-    // pays each further step at the route's latency.
+    // The library's latency is the whole call's, the first hop included (the flows pay that one: what their
+    // routes add to the bounding transfer, bounding_latency); alpha-beta pays each further step at the route's
+    // latency.
     // A paced ring's steps run beside its flows: the library's own latency before them, the floor under the whole.
     const double library_latency = est.paced_s > 0.0 ? est.unpaced_latency_s : est.latency_s;
-    ph.pre_delay_s = codec_s + (est.protocol ? std::max(0.0, library_latency - max_latency(ph.flows))
+    ph.pre_delay_s = codec_s + (est.protocol ? std::max(0.0, library_latency - bounding_latency(ph.flows))
                                              : std::max(0.0, steps - 1.0) * max_latency(ph.flows));
     if (est.paced_s > 0.0) {
       ph.floor_s = codec_s + est.paced_s;

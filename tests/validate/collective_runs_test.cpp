@@ -276,6 +276,32 @@ TEST(CollectiveRuns, PerlmutterIsTheFitToItsAllGathers) {
   EXPECT_LT(f.check_after.mean_abs, 0.5 * f.check_before.mean_abs);
 }
 
+// The DGX H100's NVSwitch level (and its link graph's GPU links, the same constant) is what NCCL's rings get of
+// NVLink4: the fit to an 8-GPU all-gather (h100_1x8_all_gather.txt, role=fit), from the datasheet's 450 GB/s; the same
+// run's reduce-scatter is held out and comes out better too. Its all-reduce (NVLS, not modelled) is held out as well and
+// comes out worse: the check set's error as a whole is not asserted to improve.
+TEST(CollectiveRuns, TheDgxH100NvswitchIsTheFitToItsSingleNodeAllGather) {
+  const auto samples = shipped_samples("dgx-h100", "h100_1x8_");
+  ASSERT_EQ(samples.size(), 30u);
+  ASSERT_EQ(std::count_if(samples.begin(), samples.end(), [](const auto& c) { return !c.check; }), 10);
+  scenario::Scenario machine;
+  machine.cluster = *topology::find_cluster_preset("dgx-h100");
+  machine.cluster.nodes = 1;
+  auto& nvswitch = machine.cluster.levels[0];
+  const double fitted_bw = nvswitch.link_bandwidth.value();
+  ASSERT_TRUE(machine.cluster.topology);
+  for (const auto& l : machine.cluster.topology->links) {
+    if (l.b == "nvswitch") {
+      EXPECT_DOUBLE_EQ(l.bandwidth.value(), fitted_bw) << l.a;  // one machine description
+    }
+  }
+  nvswitch.link_bandwidth = core::BytesPerSec(450e9);  // the datasheet's
+  const auto f = fit_collectives(samples, machine, {"network.nvswitch.bandwidth"});
+  EXPECT_TRUE(f.fit.converged) << f.fit.message;
+  EXPECT_NEAR(f.fit.values[0] / fitted_bw, 1.0, 0.005) << "refit the preset: NVSwitch bandwidth " << f.fit.values[0];
+  EXPECT_LT(f.fit_after.mean_abs, 0.3 * f.fit_before.mean_abs) << f.fit_before.mean_abs << " -> " << f.fit_after.mean_abs;
+}
+
 // The machines that borrow another's fitted values (their files say whose) carry them as fitted: Kestrel Polaris's ring
 // steps and NIC share and Alps's tree hops (LL, Simple) and latency scale; Perlmutter Polaris's LL ring step and NIC
 // share, the A100's latency scale, Alps's tree hops (LL, Simple) and Polaris's LL128 one. A refit of Polaris or Alps

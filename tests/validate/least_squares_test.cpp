@@ -188,7 +188,9 @@ TEST(LeastSquaresThroughTheSimulator, RecoversTheParametersRunsWereMadeWith) {
     ASSERT_TRUE(param.has_value()) << name;
     params.push_back(*param);
     p.names.push_back(name);
-    p.initial.push_back(param->get(runs[0]));
+    // From the preset's values, but the NICs' from 40 GB/s: at the preset's 50 GB/s eight of them (400 GB/s a
+    // node) outrun the NVSwitch NCCL's rings get (363.5 GB/s), so the time does not move with them there.
+    p.initial.push_back(name == "network.infiniband.bandwidth" ? 40e9 : param->get(runs[0]));
     p.lower.push_back(param->lower);
     p.upper.push_back(param->upper);
   }
