@@ -476,7 +476,8 @@ struct CollectiveLibrarySpec {
   /// (2.18: NVLink 4, PCI 6, network 14); 2.21 gives a ring's LL half the bus bandwidth (2.18: a quarter across
   /// nodes, a third inside one) under a Hopper cap of 141 / 45 / 35 GB/s (2.18: Ampere's 87.7 / 22.5 / 19); 2.23
   /// returns the tree's Simple hops to 4 / 4 / 14 us with an 8.4 us base and counts 2 (nodes - 1) network steps in a
-  /// ring all-reduce (2.18: 2 nodes). PAT (2.23+, one rank per node) and NVLS are not modelled. RCCL ignores it.
+  /// ring all-reduce (2.18: 2 nodes). PAT (2.23+, one rank per node) and NVLS across nodes are not modelled (NVLS
+  /// inside a node is: `nvls`, by 2.18's table). RCCL ignores it.
   int nccl_minor = 18;
   static constexpr int kMinNcclMinor = 18;
   static constexpr int kMaxNcclMinor = 29;
@@ -505,6 +506,13 @@ struct CollectiveLibrarySpec {
   /// preset); NCCL over the same fabric, plugin and libfabric settings (Perlmutter, 2,048 ranks) and NCCL's LL rings
   /// on Polaris (540 nodes) follow NCCL's count, so it is a property of the library on its machine, not of the fabric.
   bool paced_rings = false;
+  /// Whether the node's NVSwitch reduces and multicasts (NVLink SHARP): NCCL 2.17 and later then have NVLS, which
+  /// their tuning model picks for an all-reduce inside one node of that switch from a few MB up (2.18's table: 23 us
+  /// base, 5/6 of the bus bandwidth as algorithm bandwidth). Each GPU then sends its buffer to the switch, which
+  /// reduces it, and receives its share reduced and the others' multicast: (n + 1) / n of the buffer each way per
+  /// GPU where a ring moves 2 (n - 1) / n, at NCCL's NVLS efficiency (0.85 on Hopper: src/graph/tuning.cc, 2.28)
+  /// of what a ring gets of the links. Across nodes (NVLS with CollNet, NVLS-tree) it is not modelled.
+  bool nvls = false;
   /// the range a latency scale may take (a scenario's, a calibration's)
   static constexpr double kMinLatencyScale = 0.25;
   static constexpr double kMaxLatencyScale = 10.0;

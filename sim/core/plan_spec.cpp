@@ -26,6 +26,7 @@ std::string_view algorithm_name(CollectiveAlgorithm a) {
     case CollectiveAlgorithm::kTree: return "tree";
     case CollectiveAlgorithm::kHierarchical: return "hierarchical";
     case CollectiveAlgorithm::kBest: return "best";
+    case CollectiveAlgorithm::kNvls: return "nvls";
   }
   return "?";
 }

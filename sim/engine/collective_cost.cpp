@@ -164,6 +164,11 @@ CollectiveEstimate library_collective(const LevelView& v, CollectiveOp op, doubl
   }
   const LibraryChoice c = choose_library_call(v.cluster.library, call, requested);
   CollectiveEstimate e = c.algorithm == CollectiveAlgorithm::kTree ? tree_all_reduce(v, m) : ring_e;
+  if (c.algorithm == CollectiveAlgorithm::kNvls) {
+    // Inside one node: each GPU's traffic with the switch, on the group's top level (its only one used).
+    e.bytes_by_level = {};
+    e.bytes_by_level[static_cast<std::size_t>(v.shape.top_level())] = m * nvls_edge_factor(v.shape.size);
+  }
   e.bottleneck_level = ring_e.bottleneck_level;
   e.algorithm = c.algorithm;
   e.protocol = c.protocol;
@@ -207,6 +212,7 @@ CollectiveEstimate estimate_collective(const core::ClusterSpec& cluster, const G
   if (tuned) return library_collective(v, op, m, per_edge, steps, requested);
 
   switch (requested) {
+    case CollectiveAlgorithm::kNvls:  // a library's pick, never a request; as a ring without one
     case CollectiveAlgorithm::kRing: return ring(v, per_edge, steps);
     case CollectiveAlgorithm::kTree:
       // NCCL only has trees for all-reduce; other operations run as rings.

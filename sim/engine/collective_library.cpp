@@ -44,6 +44,13 @@ constexpr std::array<std::array<double, 23>, 3> kNcclTreeCorrection{{
     {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0},
     {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9},
 }};
+// NVLS in NCCL 2.18's table (NVIDIA/nccl@v2.18.3-1 src/graph/tuning.cc): its base latency (Simple) and the ratio of
+// its algorithm bandwidth to its bus bandwidth, here the ring's (NVLS's own channel search is not modelled).
+constexpr double kNvlsBaseUs = 23.0;
+constexpr double kNvlsTableRatio = 5.0 / 6.0;
+// What NVLS gets of the links a ring gets: NCCL's nvlsEfficiency for Hopper (NVIDIA/nccl@v2.28.3-1
+// src/graph/tuning.cc, where the table first states it; Blackwell 0.74).
+constexpr double kNvlsEfficiency = 0.85;
 // NCCL's ring "plateau" on multi-node Simple all-reduce applies when a channel's share of a rank's data is at least
 // 64 bytes; the channel count comes from its topology search, which is not modelled. [guess] 16 channels.
 constexpr double kAssumedChannels = 16.0;
@@ -104,6 +111,8 @@ int log2i(double n) {
 std::string_view protocol_name(Protocol p) { return core::protocol_name(static_cast<std::size_t>(p)); }
 
 int ring_steps(CollectiveOp op, int n) { return op == CollectiveOp::kAllReduce ? 2 * (n - 1) : n - 1; }
+
+double nvls_edge_factor(int n) { return (n + 1.0) / n; }
 
 double network_step_s(const CollectiveLibrarySpec& lib, Protocol p) {
   SHARDSIM_ASSERT(lib.family != CollectiveLibrarySpec::Family::kAlphaBeta, "not a tuned library");
@@ -230,6 +239,22 @@ LibraryChoice choose_library_call(const CollectiveLibrarySpec& lib, const Librar
         best.bandwidth_factor = bw / bus;
         best.time_s = lat_us * 1e-6 + bandwidth_s;
       }
+    }
+  }
+  // NVLS (lib.nvls): an all-reduce inside one node whose NVSwitch reduces, Simple only, not where NCCL_ALGO forces
+  // ring or tree; picked by the table's 23 us and 5/6 of the bus bandwidth, it costs the base at the measured scale
+  // and (n + 1) / n of the buffer each way per GPU at NVLS's share of the links.
+  if (!rccl && lib.nvls && all_reduce && nodes == 1 && algorithm == CollectiveAlgorithm::kAuto && lib.protocols[2]) {
+    const double predicted_s = kNvlsBaseUs * 1e-6 + call.bytes / (bus * kNvlsTableRatio * 1e9);
+    if (predicted_s < best_predicted) {
+      best_predicted = predicted_s;
+      best.algorithm = CollectiveAlgorithm::kNvls;
+      best.protocol = Protocol::kSimple;
+      best.latency_s = kNvlsBaseUs * lib.latency_scale * 1e-6;
+      best.paced_s = 0.0;
+      best.unpaced_latency_s = best.latency_s;
+      best.bandwidth_factor = kNvlsEfficiency;
+      best.time_s = best.latency_s + call.bytes * nvls_edge_factor(n) / (call.bus_Bps * kNvlsEfficiency);
     }
   }
   SHARDSIM_ASSERT(best_predicted < std::numeric_limits<double>::infinity(), "no protocol enabled");

@@ -14,8 +14,8 @@
 //  - RCCL (ROCm/rccl@0cbce2a7: src/graph/tuning.cc, tuning model 0, the one a system without its own model gets):
 //    its own latency tables, bandwidth ratios per algorithm and protocol, and size-dependent correction factors.
 // busBw, the library's Simple-protocol bus bandwidth, is what the machine's network levels give a ring
-// (collective_cost.cpp): the library's channel search is not modelled, nor are NVLS / CollNet / PAT, nor the
-// per-channel caps that need the channel count.
+// (collective_cost.cpp): the library's channel search is not modelled, nor are CollNet / PAT / NVLS across
+// nodes, nor the per-channel caps that need the channel count. NVLS inside a node is (CollectiveLibrarySpec::nvls).
 #include <string_view>
 
 #include "sim/core/cluster_spec.hpp"
@@ -43,7 +43,7 @@ struct LibraryCall {
 
 /** @brief The library's choice for one call and what it costs. */
 struct LibraryChoice {
-  core::CollectiveAlgorithm algorithm = core::CollectiveAlgorithm::kRing;  ///< kRing or kTree
+  core::CollectiveAlgorithm algorithm = core::CollectiveAlgorithm::kRing;  ///< kRing, kTree or kNvls
   Protocol protocol = Protocol::kSimple;
   double latency_s = 0.0;  ///< the latency the call costs (the measured hops), not the table's
   /// A paced ring's floor (CollectiveLibrarySpec::paced_rings): the call takes at least this, its transfer beneath
@@ -51,13 +51,19 @@ struct LibraryChoice {
   double paced_s = 0.0;
   double unpaced_latency_s = 0.0;  ///< where paced_s > 0: the library's own latency, before the floor
   /// the protocol's bandwidth over the Simple ring's bus bandwidth: the bandwidth term is the ring's bytes per
-  /// edge / (bus_Bps x bandwidth_factor) for rings, and bytes x 2 / (bus_Bps x bandwidth_factor) for trees
+  /// edge / (bus_Bps x bandwidth_factor) for rings, bytes x 2 / (bus_Bps x bandwidth_factor) for trees, and
+  /// bytes x (n + 1) / n / (bus_Bps x bandwidth_factor) for NVLS (nvls_edge_factor)
   double bandwidth_factor = 1.0;
   double time_s = 0.0;
 };
 
+/** @brief What each GPU sends to (and receives from) the NVSwitch in an NVLS all-reduce of `n` ranks, per byte of
+ *  the buffer: its buffer for the switch to reduce, then its share of the result to multicast, (n + 1) / n. */
+double nvls_edge_factor(int n);
+
 /** @brief The algorithm and protocol `library` picks for `call` (only `algorithm` when it is kRing or kTree; a
- *  tree is only an all-reduce's), and their time. Precondition: family is NCCL or RCCL; call.ranks >= 2;
+ *  tree is only an all-reduce's; NVLS where CollectiveLibrarySpec::nvls allows it and the algorithm is not
+ *  forced), and their time. Precondition: family is NCCL or RCCL; call.ranks >= 2;
  *  call.op is an all-reduce, all-gather or reduce-scatter; bus_Bps > 0. */
 LibraryChoice choose_library_call(const core::CollectiveLibrarySpec& library, const LibraryCall& call,
                                   core::CollectiveAlgorithm algorithm = core::CollectiveAlgorithm::kAuto);

@@ -296,7 +296,10 @@ class Planner {
     // Ring, or a tree (all-reduce only) carried over the same channels at the tree's bandwidth and latency; the
     // flows carry what the protocol's bandwidth makes of the bytes (LL and LL128 move less per second).
     const bool tree = all_reduce && est.algorithm == core::CollectiveAlgorithm::kTree;
-    const double per_edge = ring_edge_factor(t.op, n) * wire;
+    // NVLS: each GPU's buffer to the switch and its reduced share back, (n + 1) / n each way, as flows between ring
+    // neighbours through the switch (the same bytes on each GPU's link).
+    const bool nvls = est.algorithm == core::CollectiveAlgorithm::kNvls;
+    const double per_edge = (nvls ? nvls_edge_factor(n) : ring_edge_factor(t.op, n)) * wire;
     const double steps = tree ? 2.0 * std::ceil(std::log2(nn)) : static_cast<double>(ring_steps(t.op, n));
     Phase ph;
     for (int l = 0; l <= geo.top; ++l) {

@@ -253,6 +253,7 @@ std::string render_table(const scenario::Scenario& s, const scenario::Evaluation
     if (measured(lib.net_step_s) || measured(lib.tree_step_s)) net = "network steps" + steps(engine::network_step_s);
     if (measured(lib.tree_step_s)) net += "; tree hops" + steps(engine::tree_step_s);
     if (lib.paced_rings) net += "; rings across nodes paced by their Simple step";
+    if (lib.nvls) net += "; NVLS all-reduce inside a node";
     o += fmt::format("library   {}: picks by its tuning model; latency x{:.3g} ({}) ({})\n", core::library_label(lib),
                      lib.latency_scale, net, lib.source);
   }
@@ -604,6 +605,7 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
                     {"tree_step_s", net_steps(c.library, engine::tree_step_s)},
                     {"protocols", core::protocol_names(c.library)},
                     {"paced_rings", c.library.paced_rings},
+                    {"nvls", c.library.nvls},
                     {"amd_host", c.library.amd_host},
                     {"source", c.library.source}}}};
   j["plan"] = {{"strategy", ev.strategy},

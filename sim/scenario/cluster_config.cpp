@@ -136,11 +136,13 @@ void apply_library(const ConfigNode& n, core::CollectiveLibrarySpec& l) {
   l.source = n.file();
   if (n.is_scalar()) {
     l.family = family(n);
+    if (l.family != Spec::Family::kNccl) l.nvls = false;  // NCCL's algorithm
     return;
   }
   n.expect_map({"library", "version", "latency_scale", "net_latency_scale", "net_step_latency", "tree_step_latency",
-                "host_cpu", "intra_link", "generation", "protocols", "paced_rings"});
+                "host_cpu", "intra_link", "generation", "protocols", "paced_rings", "nvls"});
   if (auto v = n.find("library")) l.family = family(*v);
+  if (l.family != Spec::Family::kNccl) l.nvls = false;  // NCCL's algorithm (the preset's, for another library)
   if (auto v = n.find("version")) {
     // NCCL's version, whose tuning table it picks by: "2.18" to "2.29".
     if (l.family != Spec::Family::kNccl) v->fail("a version for NCCL only (the library here is not NCCL)");
@@ -188,6 +190,11 @@ void apply_library(const ConfigNode& n, core::CollectiveLibrarySpec& l) {
   if (auto v = n.find("tree_step_latency")) steps(*v, l.tree_step_s);
   // Rings across nodes at the pace of their network step (CollectiveLibrarySpec::paced_rings).
   if (auto v = n.find("paced_rings")) l.paced_rings = v->as_bool();
+  // NVLS inside a node (CollectiveLibrarySpec::nvls): NCCL's, on an NVSwitch that reduces.
+  if (auto v = n.find("nvls")) {
+    l.nvls = v->as_bool();
+    if (l.nvls && l.family != Spec::Family::kNccl) v->fail("NVLS is NCCL's (the library here is not NCCL)");
+  }
   if (auto v = n.find("host_cpu")) l.amd_host = v->as_choice({"intel", "amd", "other"}) == "amd";
   if (auto v = n.find("intra_link")) {
     l.intra = v->as_choice({"nvlink", "pci"}) == "nvlink" ? Spec::IntraLink::kNvlink : Spec::IntraLink::kPci;
@@ -425,6 +432,8 @@ core::ClusterSpec parse_cluster(const ConfigNode& n) {
     if (auto v = n.find("device")) apply_device(*v, c.device);
     if (auto v = n.find("host")) apply_host(*v, c.host);
     if (auto v = n.find("network")) c.levels = parse_network(*v);
+    // A node redefined is no longer the preset's switch: NVLS (an NVSwitch that reduces) only where restated.
+    if (n.has("network")) c.library.nvls = false;
     if (auto v = n.find("collective_library")) apply_library(*v, c.library);
     // A preset whose node or network the scenario redefines is no longer the built-in machine: both engines
     // then see the levels as written (the SimGrid engine derives its links from them, unless the scenario gives a

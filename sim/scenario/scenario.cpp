@@ -563,6 +563,7 @@ std::string cluster_to_yaml(const core::ClusterSpec& c) {
                                                                  : "hopper",
                      protocols);
     if (lib.paced_rings) o += "  paced_rings: true\n";
+    if (lib.nvls) o += "  nvls: true\n";
   }
   return o;
 }

@@ -254,6 +254,39 @@ TEST(CollectiveLibrary, NcclTreesServeSmallAllReducesAcrossNodes) {
   EXPECT_NEAR(tree.time_s, tree.latency_s + 2.0 * 1e10 / (0.92 * 100e9), 1e-12);
 }
 
+// NVLS (an NVSwitch that reduces): NCCL picks it for an all-reduce inside one node from the size where its table's
+// 23 us and 5/6 of the bus bandwidth beat the ring's LL; each GPU then moves (n + 1) / n of the buffer each way at
+// 0.85 of what a ring gets. Not for all-gathers, not across nodes, not under NCCL_ALGO=Ring, not in RCCL.
+TEST(CollectiveLibrary, NvlsServesAllReducesInsideAnNvswitchNode) {
+  auto lib = nccl();
+  lib.nvls = true;
+  lib.latency_scale = 2.0;
+  const auto big = choose_library_call(lib, call(graph::CollectiveOp::kAllReduce, 8, 1, 1e9, 363.5));
+  EXPECT_EQ(big.algorithm, core::CollectiveAlgorithm::kNvls);
+  EXPECT_EQ(big.protocol, Protocol::kSimple);
+  EXPECT_NEAR(big.latency_s * 1e6, 2.0 * 23.0, 1e-9);
+  EXPECT_NEAR(big.time_s, big.latency_s + 1e9 * 9.0 / 8.0 / (0.85 * 363.5e9), 1e-12);
+  EXPECT_DOUBLE_EQ(big.bandwidth_factor, 0.85);
+  // 2 (n - 1) / n over (n + 1) / n at 0.85: 480 GB/s of bus bandwidth from a ring's 363.5 (a DGX H100 measures 480)
+  EXPECT_NEAR(2.0 * 7.0 / 8.0 * 1e9 / (big.time_s - big.latency_s) / 1e9, 480.6, 0.1);
+  EXPECT_EQ(choose_library_call(lib, call(graph::CollectiveOp::kAllReduce, 8, 1, 4096, 363.5)).algorithm,
+            core::CollectiveAlgorithm::kRing);  // small: the ring's LL
+  EXPECT_EQ(choose_library_call(lib, call(graph::CollectiveOp::kAllGather, 8, 1, 1e9, 363.5)).algorithm,
+            core::CollectiveAlgorithm::kRing);
+  EXPECT_NE(choose_library_call(lib, call(graph::CollectiveOp::kAllReduce, 16, 2, 1e9, 363.5)).algorithm,
+            core::CollectiveAlgorithm::kNvls);
+  EXPECT_EQ(choose_library_call(lib, call(graph::CollectiveOp::kAllReduce, 8, 1, 1e9, 363.5),
+                                core::CollectiveAlgorithm::kRing).algorithm,
+            core::CollectiveAlgorithm::kRing);
+  auto rccl = lib;
+  rccl.family = CollectiveLibrarySpec::Family::kRccl;
+  EXPECT_NE(choose_library_call(rccl, call(graph::CollectiveOp::kAllReduce, 8, 1, 1e9, 363.5)).algorithm,
+            core::CollectiveAlgorithm::kNvls);
+  lib.nvls = false;
+  EXPECT_EQ(choose_library_call(lib, call(graph::CollectiveOp::kAllReduce, 8, 1, 1e9, 363.5)).algorithm,
+            core::CollectiveAlgorithm::kRing);
+}
+
 // A ring all-gather's latency grows with every rank; the measured scales multiply the table's parts.
 TEST(CollectiveLibrary, LatencyGrowsWithRanksAndScalesApplyToTheirHops) {
   auto lib = nccl();

@@ -87,6 +87,25 @@ TEST(SimGridEngine, SlowsComputeBesideCollectivesAsTheAnalyticalEngineDoes) {
   }
 }
 
+// NVLS all-reduces (a DGX H100's gradients inside its node): the SimGrid engine moves each GPU's (n + 1) / n of the
+// buffer through the switch at NVLS's share of the links, the analytical engine prices the same; on an ideal network
+// they agree to the clock's resolution, and the report names the algorithm.
+TEST(SimGridEngine, RunsNvlsAllReducesAsTheAnalyticalEngineDoes) {
+  if (!engine::simgrid_available()) GTEST_SKIP() << "built without SimGrid";
+  const std::string yaml =
+      "name: t\nmodel: llama2-7b\ncluster: {preset: dgx-h100, nodes: 1}\n"
+      "plan: {zero_stage: 0, micro_batch: 1, global_batch: 8, recompute: full}\n";
+  scenario::Scenario s = scenario::parse_scenarios(yaml, "<test>").front();
+  ASSERT_TRUE(s.cluster.library.nvls);
+  const double ta = scenario::evaluate(s).run.iteration_time.value();
+  const double tg = on_simgrid(s, topology::TopologyKind::kIdeal).run.iteration_time.value();
+  EXPECT_NEAR(tg / ta, 1.0, 1e-6) << "analytical " << ta << " s, simgrid " << tg << " s";
+  s.cluster.library.nvls = false;
+  const double rings = scenario::evaluate(s).run.iteration_time.value();
+  EXPECT_GT(rings, ta);  // the rings move 2 (n - 1) / n of the gradients each way, NVLS (n + 1) / n at 0.85
+  EXPECT_NEAR(on_simgrid(s, topology::TopologyKind::kIdeal).run.iteration_time.value() / rings, 1.0, 1e-6);
+}
+
 TEST(SimGridEngine, ContentionOnRealTopologiesOnlySlowsDown) {
   if (!engine::simgrid_available()) GTEST_SKIP() << "built without SimGrid";
   for (const char* cluster : {"frontier", "lassen", "dgx-h100"}) {

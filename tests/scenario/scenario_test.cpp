@@ -1070,6 +1070,21 @@ TEST(Scenario, CollectiveLibraryKeysChangeThePresetsLibrary) {
   expect_error(replace(kGood, "  nodes: 2",
                        "  nodes: 2\n  collective_library: {protocols: [LL, Simple], tree_step_latency: {LL128: 36us}}"),
                {6, 76, "cluster.collective_library.tree_step_latency.LL128", "not among the library's protocols"});
+  // NVLS: the DGX H100's NVSwitch has it; another library, or a node the scenario redefines, does not unless
+  // restated; NVLS is NCCL's.
+  EXPECT_TRUE(s.cluster.library.nvls);
+  EXPECT_FALSE(ab.cluster.library.nvls);
+  const auto rccl = parse_scenarios(replace(kGood, "  nodes: 2", "  nodes: 2\n  collective_library: {library: rccl}"),
+                                    "s.yaml")[0];
+  EXPECT_FALSE(rccl.cluster.library.nvls);
+  const std::string own_node =
+      "  nodes: 2\n  network: [{name: nv, ranks: 8, bandwidth: 300GB/s, latency: 2us}, "
+      "{name: ib, ranks: all, bandwidth: 50GB/s, latency: 5us}]";
+  EXPECT_FALSE(parse_scenarios(replace(kGood, "  nodes: 2", own_node), "s.yaml")[0].cluster.library.nvls);
+  EXPECT_TRUE(parse_scenarios(replace(kGood, "  nodes: 2", own_node + "\n  collective_library: {nvls: true}"), "s.yaml")[0]
+                  .cluster.library.nvls);
+  expect_error(replace(kGood, "  nodes: 2", "  nodes: 2\n  collective_library: {library: rccl, nvls: true}"),
+               {6, 45, "cluster.collective_library.nvls", "NCCL's"});
 }
 
 }  // namespace

@@ -134,6 +134,27 @@ TEST(CollectiveChecks, ShippedBenchmarksNameTheirMachineAndForcedSettings) {
 // A small ring all-gather costs the same per ring step on Polaris from 512 to 2,160 ranks and with NCCL 2.18 or 2.21
 // (ALCF's runs: 7.5-7.9 us per step); with the LL step fitted on 32 and 512 ranks the held-out 1,024- and 2,160-rank
 // runs of NCCL 2.21 come out within 15% at every size up to 1 MiB, where the 32-rank fit alone put them 20% slow.
+// A DGX H100's all-reduce inside the node is NCCL's NVLS (held out: h100_1x8_all_reduce.txt, NCCL 2.28 at its
+// defaults, 480 GB/s of bus bandwidth from 2 GB up): with NVLS at NCCL's Hopper efficiency of the rate its rings
+// reach (fitted on the same run's all-gather) every size comes out within 10%, where the rings' rate alone made the
+// large sizes 33% slow. The two-node file forced NCCL_ALGO=Ring and keeps its ring.
+TEST(CollectiveChecks, TheDgxH100AllReduceInsideTheNodeIsNvls) {
+  const Shipped named;
+  const auto& f = named("h100_1x8_all_reduce.txt");
+  EXPECT_EQ(f.role, "check");
+  const auto rows = predict_collective_check(f);
+  ASSERT_EQ(rows.size(), 10u);
+  for (const auto& r : rows) {
+    EXPECT_EQ(r.algorithm, "nvls") << r.bytes;
+    EXPECT_LT(std::fabs(r.error()), 0.10) << r.bytes;
+  }
+  EXPECT_LT(summarize(rows).mean_abs, 0.05);
+  auto rings = *topology::find_cluster_preset("dgx-h100");
+  rings.library.nvls = false;
+  EXPECT_GT(summarize(predict_collective_check(f, rings)).mean_abs, 0.25);
+  for (const auto& r : predict_collective_check(named("h100_2x8_all_reduce_ring.txt"))) EXPECT_EQ(r.algorithm, "ring");
+}
+
 TEST(CollectiveChecks, APolarisRingStepCostsTheSameAtEveryScaleAndVersion) {
   const Shipped named;
   const auto old540 = predict_collective_check(named("polaris_540x4_all_gather.txt"));
