@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
 
 #include "sim/cli/command_support.hpp"
@@ -33,8 +34,21 @@ void write_calibration_file(const std::string& path, const validate::Calibration
   report::write_file_atomic(path, text);
 }
 
-// Loads the validation sets named by id (every set in `dir` when `names` is empty).
-std::vector<validate::ValidationSet> load_sets(const std::vector<std::string>& names, const std::string& dir) {
+// Loads the validation sets named by id or file (every set in `dir` when `names` is empty); a name may list several,
+// comma-separated, as --by and --fit take theirs.
+std::vector<validate::ValidationSet> load_sets(const std::vector<std::string>& given, const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& g : given) {
+    if (g.find(',') == std::string::npos || std::filesystem::exists(g)) {
+      names.push_back(g);
+      continue;
+    }
+    for (std::size_t start = 0; start <= g.size();) {
+      const std::size_t comma = std::min(g.find(',', start), g.size());
+      if (comma > start) names.push_back(g.substr(start, comma - start));
+      start = comma + 1;
+    }
+  }
   std::vector<validate::ValidationSet> all, out;
   for (const auto& name : names) {
     if (name.ends_with(".yaml") || name.ends_with(".yml")) {
@@ -52,7 +66,7 @@ std::vector<validate::ValidationSet> load_sets(const std::vector<std::string>& n
     }
     out.push_back(*it);
   }
-  if (names.empty()) {
+  if (given.empty()) {
     out = validate::load_validation_sets(dir);
   }
   return out;

@@ -313,6 +313,14 @@ TEST(Validate, BadSetsExitWithTwoAndNameTheLine) {
   std::ofstream(d / "runs.csv") << "gpus,mb\n8,1\n";
   EXPECT_EQ(run("validate '" + (d / "mine.yaml").string() + "'").code, 2);  // the table's columns changed
   EXPECT_EQ(run("validate no-such-set").code, 2);
+  // Several sets in one argument, comma-separated (as --by takes its axes); an unknown one among them is named.
+  const Outcome two = run("validate offload-single,zeropp-v100-fit");
+  EXPECT_EQ(two.code, 0) << two.out;
+  EXPECT_NE(two.out.find("offload-single "), std::string::npos) << two.out;
+  EXPECT_NE(two.out.find("zeropp-v100-fit "), std::string::npos) << two.out;
+  const Outcome typo = run("validate --sets offload-single,no-such-set");
+  EXPECT_EQ(typo.code, 2);
+  EXPECT_NE(typo.out.find("no validation set 'no-such-set'"), std::string::npos) << typo.out;
   EXPECT_EQ(run("validate --role maybe").code, 2);
   fs::remove_all(d);
 }
