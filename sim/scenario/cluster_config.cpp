@@ -458,8 +458,13 @@ core::ClusterSpec parse_cluster(const ConfigNode& n) {
     net_at.fail(fmt::format("no network level has ranks = devices_per_node = {} (the node level)", c.devices_per_node));
   }
   if (c.levels.back().domain_ranks < c.total_devices()) {
-    net_at.fail(fmt::format("the outermost level spans {} ranks but the job has {} devices; use ranks: all",
-                            c.levels.back().domain_ranks, c.total_devices()));
+    if (!n.is_scalar() && n.has("network")) {
+      net_at.fail(fmt::format("the outermost level spans {} ranks but the job has {} devices; use ranks: all",
+                              c.levels.back().domain_ranks, c.total_devices()));
+    }
+    // The machine's own network (a preset's): the job is larger than it reaches.
+    nodes_at.fail(fmt::format("{} nodes x {} devices = {} devices, more than {}'s network reaches ({} ranks)", c.nodes,
+                              c.devices_per_node, c.total_devices(), c.name, c.levels.back().domain_ranks));
   }
   if (!n.is_scalar() && n.has("fabric")) {
     const ConfigNode f = n.get("fabric");

@@ -233,6 +233,9 @@ plan: {zero_stage: 2}
 
   expect_error(replace(yaml, "ranks: all", "ranks: 6"), {9, 26, "cluster.network[1].ranks", "multiple of the previous"});
   expect_error(replace(yaml, "ranks: all", "ranks: 8"), {8, 5, "cluster.network", "outermost level spans 8 ranks"});
+  // A preset's network that a job outgrows: the nodes are what to change, not a `ranks` the user never wrote.
+  expect_error(replace(kGood, "  nodes: 2", "  nodes: 1000000"),
+               {5, 10, "cluster.nodes", "8000000 devices, more than dgx-h100's network reaches (1048576 ranks)"});
   expect_error(replace(yaml, "{name: node, ranks: 4,", "{name: node, ranks: 2,"), {8, 5, "cluster.network", "node level"});
   expect_error(replace(yaml, "bandwidth: 25GB/s", "bandwidth: 0GB/s"),
                {9, 42, "cluster.network[1].bandwidth", "positive bandwidth"});
