@@ -84,6 +84,28 @@ CollectiveEstimate tree_all_reduce(const LevelView& v, double m) {
   return e;
 }
 
+// NVLS all-reduce inside a node (the what-if of `best`; the library's pick is choose_library_call's): each rank's
+// (n + 1) / n of the buffer to and from the switch at NVLS's share of its links, one hop's latency.
+CollectiveEstimate nvls_all_reduce(const LevelView& v, double m) {
+  CollectiveEstimate e;
+  e.algorithm = CollectiveAlgorithm::kNvls;
+  const double bytes = m * nvls_edge_factor(v.shape.size);
+  double slowest = 0.0;
+  for (int l = 0; l < v.shape.levels; ++l) {
+    if (!v.used(l)) continue;
+    const double t = bytes / (v.shape.within(l - 1) * v.bw(l) * nvls_efficiency());
+    if (t > slowest) {
+      slowest = t;
+      e.bottleneck_level = l;
+    }
+    e.latency_s = std::max(e.latency_s, v.alpha(l));
+  }
+  e.bytes_by_level[static_cast<std::size_t>(v.shape.top_level())] = bytes;
+  e.bandwidth_factor = nvls_efficiency();
+  e.time = core::Seconds(slowest + e.latency_s);
+  return e;
+}
+
 // Hierarchical: for all-reduce, reduce-scatter level by level up to the top, all-reduce across the top
 // level on what remains, all-gather back down; reduce-scatter and all-gather do one direction only. At level
 // l the within(l-1) ranks of a sub-domain run within(l-1) parallel rings over fan(l) peers on M/within(l-1).
@@ -230,6 +252,11 @@ CollectiveEstimate estimate_collective(const core::ClusterSpec& cluster, const G
       if (requested == CollectiveAlgorithm::kBest) {
         CollectiveEstimate h = hierarchical(v, op, m);
         if (h.time < best.time) best = h;
+        // NVLS where the node's switch reduces (CollectiveLibrarySpec::nvls), at the links' own latency.
+        if (all_reduce && cluster.library.nvls && !crosses_nodes(cluster, shape)) {
+          CollectiveEstimate s = nvls_all_reduce(v, m);
+          if (s.time < best.time) best = s;
+        }
       }
       return best;
     }

@@ -114,6 +114,8 @@ int ring_steps(CollectiveOp op, int n) { return op == CollectiveOp::kAllReduce ?
 
 double nvls_edge_factor(int n) { return (n + 1.0) / n; }
 
+double nvls_efficiency() { return kNvlsEfficiency; }
+
 double network_step_s(const CollectiveLibrarySpec& lib, Protocol p) {
   SHARDSIM_ASSERT(lib.family != CollectiveLibrarySpec::Family::kAlphaBeta, "not a tuned library");
   const auto pi = static_cast<std::size_t>(p);

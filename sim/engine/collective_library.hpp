@@ -60,6 +60,8 @@ struct LibraryChoice {
 /** @brief What each GPU sends to (and receives from) the NVSwitch in an NVLS all-reduce of `n` ranks, per byte of
  *  the buffer: its buffer for the switch to reduce, then its share of the result to multicast, (n + 1) / n. */
 double nvls_edge_factor(int n);
+/** @brief What NVLS gets of the links a ring gets (NCCL's nvlsEfficiency for Hopper, 0.85). */
+double nvls_efficiency();
 
 /** @brief The algorithm and protocol `library` picks for `call` (only `algorithm` when it is kRing or kTree; a
  *  tree is only an all-reduce's; NVLS where CollectiveLibrarySpec::nvls allows it and the algorithm is not

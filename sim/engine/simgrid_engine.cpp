@@ -300,7 +300,9 @@ class Planner {
     // neighbours through the switch (the same bytes on each GPU's link).
     const bool nvls = est.algorithm == core::CollectiveAlgorithm::kNvls;
     const double per_edge = (nvls ? nvls_edge_factor(n) : ring_edge_factor(t.op, n)) * wire;
-    const double steps = tree ? 2.0 * std::ceil(std::log2(nn)) : static_cast<double>(ring_steps(t.op, n));
+    const double steps = tree   ? 2.0 * std::ceil(std::log2(nn))
+                         : nvls ? 1.0  // one trip through the switch
+                                : static_cast<double>(ring_steps(t.op, n));
     Phase ph;
     for (int l = 0; l <= geo.top; ++l) {
       const double bytes = (tree ? 2.0 * wire : per_edge) / (est.bandwidth_factor * geo.w(l - 1));

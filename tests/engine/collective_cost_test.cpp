@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "tests/test_clusters.hpp"
+#include "topology/cluster_presets.hpp"
 #include "topology/placement.hpp"
 
 namespace shardsim::engine {
@@ -102,6 +103,30 @@ TEST(CollectiveCost, AutoIsWhatNcclRunsBestNeverLosesToAnExplicitAlgorithm) {
       }
     }
   }
+}
+
+// On a machine with NVLS, `best` knows it too: inside a DGX H100 a large all-reduce's ideal is NVLS (at its link's
+// own latency), never slower than what NCCL runs; across nodes NVLS is not among the choices.
+TEST(CollectiveCost, BestKnowsNvlsWhereTheSwitchReduces) {
+  auto c = *topology::find_cluster_preset("dgx-h100");
+  c.nodes = 2;
+  ASSERT_TRUE(c.library.nvls);
+  for (double m : {1e6, 1e8, 1e10}) {
+    const auto best = estimate_collective(c, topology::strided_group_shape(c, 8, 1), CollectiveOp::kAllReduce,
+                                          core::Bytes(m), CollectiveAlgorithm::kBest);
+    EXPECT_LE(best.time.value(), t(c, 8, 1, CollectiveOp::kAllReduce, CollectiveAlgorithm::kAuto, m) + 1e-15) << m;
+    if (m >= 1e8) {
+      EXPECT_EQ(best.algorithm, CollectiveAlgorithm::kNvls) << m;
+      EXPECT_NEAR(best.time.value(), 2e-6 + m * 9.0 / 8.0 / (0.85 * 363.5e9), 1e-12) << m;
+    }
+  }
+  EXPECT_NE(estimate_collective(c, topology::strided_group_shape(c, 16, 1), CollectiveOp::kAllReduce, core::Bytes(1e10),
+                                CollectiveAlgorithm::kBest).algorithm,
+            CollectiveAlgorithm::kNvls);
+  c.library.nvls = false;
+  EXPECT_NE(estimate_collective(c, topology::strided_group_shape(c, 8, 1), CollectiveOp::kAllReduce, core::Bytes(1e10),
+                                CollectiveAlgorithm::kBest).algorithm,
+            CollectiveAlgorithm::kNvls);
 }
 
 TEST(CollectiveCost, AllToAllSendsEachLevelItsShare) {

@@ -104,6 +104,14 @@ TEST(SimGridEngine, RunsNvlsAllReducesAsTheAnalyticalEngineDoes) {
   const double rings = scenario::evaluate(s).run.iteration_time.value();
   EXPECT_GT(rings, ta);  // the rings move 2 (n - 1) / n of the gradients each way, NVLS (n + 1) / n at 0.85
   EXPECT_NEAR(on_simgrid(s, topology::TopologyKind::kIdeal).run.iteration_time.value() / rings, 1.0, 1e-6);
+  // `best` runs NVLS too (at the link's latency), the gradients' all-reduce exposed here (no overlap).
+  s.cluster.library.nvls = true;
+  s.plan.algorithm = core::CollectiveAlgorithm::kBest;
+  s.plan.overlap_comm = false;
+  const double tb = scenario::evaluate(s).run.iteration_time.value();
+  EXPECT_NEAR(on_simgrid(s, topology::TopologyKind::kIdeal).run.iteration_time.value() / tb, 1.0, 1e-6);
+  s.cluster.library.nvls = false;
+  EXPECT_GT(scenario::evaluate(s).run.iteration_time.value(), tb);
 }
 
 TEST(SimGridEngine, ContentionOnRealTopologiesOnlySlowsDown) {
