@@ -654,6 +654,12 @@ double LinkTopology::route_latency_s(const std::vector<Hop>& hops) const {
   return s;
 }
 
+double LinkTopology::route_bandwidth_Bps(const std::vector<Hop>& hops) const {
+  double w = std::numeric_limits<double>::infinity();
+  for (const Hop& h : hops) w = std::min(w, link_bandwidth_Bps(h.link));
+  return w;
+}
+
 std::string LinkTopology::to_simgrid_xml() const {
   std::string o;
   o += "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n";

@@ -109,6 +109,8 @@ class LinkTopology {
   void route(int src, int dst, std::vector<Hop>& out) const;
   /** @brief Summed latency of a route. */
   [[nodiscard]] double route_latency_s(const std::vector<Hop>& hops) const;
+  /** @brief The narrowest link of a route, bytes/s (infinite for an empty route). */
+  [[nodiscard]] double route_bandwidth_Bps(const std::vector<Hop>& hops) const;
   /** @brief Bandwidth of link `l` in bytes/s (fast path for engines). */
   [[nodiscard]] double link_bandwidth_Bps(int l) const;
   /** @brief Latency of link `l` in seconds (fast path for engines). */

@@ -84,8 +84,9 @@ CollectiveEstimate tree_all_reduce(const LevelView& v, double m) {
   return e;
 }
 
-// NVLS all-reduce inside a node (the what-if of `best`; the library's pick is choose_library_call's): each rank's
-// (n + 1) / n of the buffer to and from the switch at NVLS's share of its links, one hop's latency.
+// NVLS all-reduce inside a node: each rank's (n + 1) / n of the buffer to and from the switch at NVLS's share of its
+// links, one hop's latency (the what-if of `best`; where the library picks NVLS, its bytes per level, the time and
+// latency being choose_library_call's).
 CollectiveEstimate nvls_all_reduce(const LevelView& v, double m) {
   CollectiveEstimate e;
   e.algorithm = CollectiveAlgorithm::kNvls;
@@ -185,12 +186,9 @@ CollectiveEstimate library_collective(const LevelView& v, CollectiveOp op, doubl
     call.bus_Bps = per_edge / ring_bandwidth_s;
   }
   const LibraryChoice c = choose_library_call(v.cluster.library, call, requested);
-  CollectiveEstimate e = c.algorithm == CollectiveAlgorithm::kTree ? tree_all_reduce(v, m) : ring_e;
-  if (c.algorithm == CollectiveAlgorithm::kNvls) {
-    // Inside one node: each GPU's traffic with the switch, on the group's top level (its only one used).
-    e.bytes_by_level = {};
-    e.bytes_by_level[static_cast<std::size_t>(v.shape.top_level())] = m * nvls_edge_factor(v.shape.size);
-  }
+  CollectiveEstimate e = c.algorithm == CollectiveAlgorithm::kTree   ? tree_all_reduce(v, m)
+                         : c.algorithm == CollectiveAlgorithm::kNvls ? nvls_all_reduce(v, m)
+                                                                     : ring_e;
   e.bottleneck_level = ring_e.bottleneck_level;
   e.algorithm = c.algorithm;
   e.protocol = c.protocol;

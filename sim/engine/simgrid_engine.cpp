@@ -208,9 +208,7 @@ class Planner {
     double transfer = 0.0;
     for (const NetFlow& f : flows) {
       topo_.route(f.src_vertex, f.dst_vertex, hops_);
-      double width = std::numeric_limits<double>::infinity();
-      for (const topology::Hop& h : hops_) width = std::min(width, topo_.link_bandwidth_Bps(h.link));
-      const double t = hops_.empty() ? 0.0 : f.bytes / width;
+      const double t = hops_.empty() ? 0.0 : f.bytes / topo_.route_bandwidth_Bps(hops_);
       finish = std::max(finish, topo_.route_latency_s(hops_) + t);
       transfer = std::max(transfer, t);
     }

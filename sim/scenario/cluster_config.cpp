@@ -132,17 +132,19 @@ void apply_host(const ConfigNode& n, core::HostSpec& h) {
 // NCCL for a user's machine).
 void apply_library(const ConfigNode& n, core::CollectiveLibrarySpec& l) {
   using Spec = core::CollectiveLibrarySpec;
-  auto family = [](const ConfigNode& v) { return *core::parse_library(v.as_choice({"nccl", "rccl", "alpha-beta"})); };
+  // The family named; NVLS is NCCL's algorithm (the preset's goes with another library).
+  auto set_family = [&l](const ConfigNode& v) {
+    l.family = *core::parse_library(v.as_choice({"nccl", "rccl", "alpha-beta"}));
+    if (l.family != Spec::Family::kNccl) l.nvls = false;
+  };
   l.source = n.file();
   if (n.is_scalar()) {
-    l.family = family(n);
-    if (l.family != Spec::Family::kNccl) l.nvls = false;  // NCCL's algorithm
+    set_family(n);
     return;
   }
   n.expect_map({"library", "version", "latency_scale", "net_latency_scale", "net_step_latency", "tree_step_latency",
                 "host_cpu", "intra_link", "generation", "protocols", "paced_rings", "nvls"});
-  if (auto v = n.find("library")) l.family = family(*v);
-  if (l.family != Spec::Family::kNccl) l.nvls = false;  // NCCL's algorithm (the preset's, for another library)
+  if (auto v = n.find("library")) set_family(*v);
   if (auto v = n.find("version")) {
     // NCCL's version, whose tuning table it picks by: "2.18" to "2.29".
     if (l.family != Spec::Family::kNccl) v->fail("a version for NCCL only (the library here is not NCCL)");

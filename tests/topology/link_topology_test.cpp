@@ -23,10 +23,8 @@ core::ClusterSpec preset(const char* name, int nodes) {
 double route_width(const LinkTopology& t, int a, int b, int* hops = nullptr) {
   std::vector<topology::Hop> r;
   t.route(a, b, r);
-  double w = 1e30;
-  for (const auto& h : r) w = std::min(w, t.link_bandwidth_Bps(h.link));
   if (hops) *hops = static_cast<int>(r.size());
-  return w;
+  return t.route_bandwidth_Bps(r);
 }
 
 TEST(LinkTopology, FrontierNodeFollowsTheNodeDiagram) {
