@@ -33,6 +33,9 @@ namespace shardsim::strategies {
 struct ModuleParams {
   std::array<double, 2> tensors{};
   int count = 0;
+  /// a norm (its tensors are vectors); otherwise the first tensor is a matrix (a linear's weight, an embedding
+  /// table) and the second a vector (the bias)
+  bool norm = false;
   bool operator==(const ModuleParams&) const = default;
 };
 

@@ -90,6 +90,43 @@ bool reduces_in_ddp_buckets(const core::PlanSpec& plan, const core::PartitionSpe
   return sh.grads == 1 && sh.optimizer == 1 && !zero_optimizer;
 }
 
+BucketRule gradient_bucket_rule(const core::PlanSpec& plan) {
+  return plan.framework == core::Framework::kDeepSpeed && !reduces_in_ddp_buckets(plan, plan.shards())
+             ? BucketRule::kReduceBeforeOverflow
+             : BucketRule::kCloseWhenFull;
+}
+
+std::vector<BucketFill> backward_tensor_fills(const ModelCosts& costs, std::size_t u, double grad_bytes,
+                                              const TensorFillRules& rules) {
+  const std::vector<ModuleParams>& modules = costs.modules_of(u);
+  std::vector<BucketFill> out;
+  out.reserve(modules.size() * 2);
+  for (auto m = modules.rbegin(); m != modules.rend(); ++m) {
+    for (int i = m->count - 1; i >= 0; --i) {
+      const double elements = m->tensors[static_cast<std::size_t>(i)];
+      const double bytes = elements * grad_bytes;
+      const bool fresh = rules.fresh_min_elements > 0.0 && elements / rules.shards >= rules.fresh_min_elements;
+      const bool vector = m->norm || i == 1;
+      const bool unquantised = rules.all_to_all_divisor > 0.0 &&
+                               (vector || std::fmod(elements, rules.all_to_all_divisor) != 0.0);
+      out.push_back(BucketFill{bytes, 1, fresh ? bytes : 0.0, unquantised ? 1 : 0, unquantised ? bytes : 0.0});
+    }
+  }
+  return out;
+}
+
+UnitTensorFills::UnitTensorFills(const ModelCosts& costs, double grad_bytes, const TensorFillRules& rules)
+    : costs_(costs) {
+  for (std::size_t u = 0; u < costs.units.size(); ++u) {
+    std::vector<BucketFill>& kind = kinds_[u == 0 ? 0 : costs.units[u].block ? 1 : 2];
+    if (kind.empty()) kind = backward_tensor_fills(costs, u, grad_bytes, rules);
+  }
+}
+
+std::span<const BucketFill> UnitTensorFills::operator()(std::size_t u) const {
+  return kinds_[u == 0 ? 0 : costs_.units[u].block ? 1 : 2];
+}
+
 BlockHostTimes block_host_times(const core::HostSpec& host, const core::PlanSpec& plan) {
   if (plan.fused_model_code()) return {host.megatron_block_forward, host.megatron_block_backward};
   return {host.block_forward, host.block_backward};

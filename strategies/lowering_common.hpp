@@ -9,6 +9,7 @@
 #include "sim/core/model_spec.hpp"
 #include "sim/core/plan_spec.hpp"
 #include "sim/graph/task_graph.hpp"
+#include "strategies/grad_buckets.hpp"
 #include "strategies/model_costs.hpp"
 
 namespace shardsim::strategies {
@@ -154,6 +155,37 @@ double gradient_bucket_bytes(const core::PlanSpec& plan, double grad_bytes, bool
  *  unpartitioned outside DeepSpeed's ZeRO optimizers), false where DeepSpeed's ZeRO fills reduce_bucket_size ones
  *  (on one rank too). */
 bool reduces_in_ddp_buckets(const core::PlanSpec& plan, const core::PartitionSpec& sh);
+/** @brief Where the plan's framework closes a gradient bucket: DeepSpeed's ZeRO optimizers before a tensor that
+ *  would overflow it, PyTorch DDP and Megatron-LM once it is full (BucketRule). */
+BucketRule gradient_bucket_rule(const core::PlanSpec& plan);
+
+/// How backward_tensor_fills marks the tensors: fresh host memory and what qgZ cannot quantise.
+struct TensorFillRules {
+  /// > 0: a tensor whose partition over `shards` ranks holds at least this many elements counts its bytes as fresh
+  /// host memory (BucketFill::fresh_bytes)
+  double fresh_min_elements = 0.0;
+  int shards = 1;
+  /// > 0: qgZ's divisor (twice the world size); vectors, and matrices whose size it does not divide, count as
+  /// BucketFill::unquantised
+  double all_to_all_divisor = 0.0;
+};
+
+/** @brief The gradients of unit `u`'s parameter tensors on one tensor-parallel rank, in the order the backward hands
+ *  them to the framework's hooks: the submodules from the last to the first, each one's bias before its weight (an
+ *  nn.Linear's bias gradient comes straight off its matmul's backward node, the weight's through the transpose's),
+ *  `grad_bytes` per element, marked by `rules`. */
+std::vector<BucketFill> backward_tensor_fills(const ModelCosts& costs, std::size_t u, double grad_bytes,
+                                              const TensorFillRules& rules = {});
+/// backward_tensor_fills of every unit of a model, made once per kind of unit (the embedding, a block, the head).
+class UnitTensorFills {
+ public:
+  UnitTensorFills(const ModelCosts& costs, double grad_bytes, const TensorFillRules& rules = {});
+  [[nodiscard]] std::span<const BucketFill> operator()(std::size_t u) const;
+
+ private:
+  const ModelCosts& costs_;
+  std::array<std::vector<BucketFill>, 3> kinds_;  // embedding, block, head
+};
 
 /** @brief The host's per-block times (forward, backward) for the plan's model code: Megatron's where fused code
  *  runs (model_code megatron or fused, or framework megatron; [guess] for other fused code: a block of a few fused

@@ -273,7 +273,7 @@ ModelCosts compute_model_costs(const core::ModelSpec& m, const core::PlanSpec& p
   // gate, up, down; GPT-style: norm, fused QKV, dense, norm, two MLP linears; each linear with its bias where the
   // model has one). Column-parallel biases are split over TP, row-parallel ones (o, down) are not.
   auto linear = [&](double weight, double bias) { return ModuleParams{{weight, bias}, bias > 0.0 ? 2 : 1}; };
-  const ModuleParams norm{{h, h}, norm_tensors};
+  const ModuleParams norm{{h, h}, norm_tensors, true};
   const bool bias = m.linear_bias;
   const bool qkv_bias = bias || m.qkv_bias;
   out.block_modules.push_back(norm);

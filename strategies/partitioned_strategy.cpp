@@ -364,11 +364,10 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
     // each gradient per rank in Python first, on the host thread that runs the backward hooks. Without
     // reduce_scatter DeepSpeed's ZeRO-3 divides its contiguous bucket in place and all-reduces it instead
     // (__avg_scatter_contiguous_grads: a read and a write, no per-rank loop).
-    if (hooked && !quant.gradients && shard_reduce == CollectiveOp::kAllReduce) {
-      kernel(2.0 * bytes);
-    } else if (hooked && !quant.gradients) {
-      // (The hook runs when the host reaches it, in its own order, not when the GPU has produced the gradients.)
-      const double layout_s = ds_stage3 && sh.grads > 1 ? cluster.host.rank_slice.value() * sh.grads * tensors : 0.0;
+    // (The hook runs when the host reaches it, in its own order, not when the GPU has produced the gradients.)
+    auto laid_out = [&](double lay_bytes, int lay_tensors) {
+      const double layout_s =
+          ds_stage3 && sh.grads > 1 ? cluster.host.rank_slice.value() * sh.grads * lay_tensors : 0.0;
       const std::optional<TaskId> sliced =
           layout_s > 0.0 ? std::optional(g.add_host_work(role, Purpose::kFramework, Phase::kBackward,
                                                          core::Seconds(layout_s), unit, micro))
@@ -376,29 +375,55 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
       if (sliced && reduce_ends.size() > kDeepSpeedInFlight) {
         g.add_dep(*sliced, reduce_ends[reduce_ends.size() - 1 - kDeepSpeedInFlight]);
       }
-      kernel(2.0 * bytes);
+      kernel(2.0 * lay_bytes);
       if (sliced) g.add_dep(last, *sliced);
       // DeepSpeed divides the laid-out bucket by the world size in place before reducing it
       // (reduce_scatter_coalesced: tensor_partition_flat_buffer.div_); FSDP2's reduce-scatter on one rank is NCCL's
       // copy of its input to the separate output (its one-rank path), a read and a write each.
-      if (ds_stage3 || (fsdp && sh.grads == 1)) kernel(2.0 * bytes);
+      if (ds_stage3 || (fsdp && sh.grads == 1)) kernel(2.0 * lay_bytes);
+    };
+    auto reduce_scatter = [&](double rs_bytes) {
+      chain(g.add_collective(role, a_stream, shard_reduce, Purpose::kGradReduce, a_group, core::Bytes(rs_bytes), unit,
+                             micro));
+    };
+    if (hooked && !quant.gradients && shard_reduce == CollectiveOp::kAllReduce) {
+      kernel(2.0 * bytes);
+    } else if (hooked && !quant.gradients) {
+      laid_out(bytes, tensors);
     }
     if (sh.grads > 1) {
       if (quant.gradients) {
-        kernel(bytes + quantized_bytes(elements, 4.0, quant.block));  // quantise the bucket to INT4
-        double e = elements;
-        for (std::size_t h = 0; h < hops.size(); ++h) {
-          chain(g.add_collective(role, reduce_stream, CollectiveOp::kAllToAll, Purpose::kGradReduce, hops[h].group,
-                                 core::Bytes(quantized_bytes(e, 4.0, quant.block)), unit, micro));
-          e /= hops[h].size;
-          const bool last_hop = h + 1 == hops.size();
-          // Dequantise what arrived, reduce in fp32, requantise for the next hop (or write the fp16 shard).
-          kernel(quantized_bytes(e * hops[h].size, 4.0, quant.block) + e * 4.0 +
-                 (last_hop ? e * gb : quantized_bytes(e, 4.0, quant.block)));
+        // qgZ as DeepSpeed runs it (all_to_all_quant_reduce, deepspeed@v0.10.0 .. v0.14.4 runtime/comm/
+        // coalesced_collectives.py), tensor by tensor: a matrix is quantised to INT4 and all-to-all'd hop by hop, its
+        // payload and its scales in two calls per hop; a vector (a bias, a norm's scale), or a matrix whose size
+        // does not divide by twice the world, goes through reduce_scatter_coalesced alone, over the whole group.
+        const int matrices = tensors - fill.unquantised;
+        const double matrix_elements = elements - fill.unquantised_bytes / gb;
+        if (matrices > 0) {
+          kernel(matrix_elements * gb + quantized_bytes(matrix_elements, 4.0, quant.block));
+          double e = matrix_elements;
+          for (std::size_t h = 0; h < hops.size(); ++h) {
+            const double payload = quantized_bytes(e, 4.0, quant.block);
+            const double scales = payload - e * 0.5;
+            for (int m = 0; m < matrices; ++m) {
+              for (const double part : {payload - scales, scales}) {
+                chain(g.add_collective(role, reduce_stream, CollectiveOp::kAllToAll, Purpose::kGradReduce,
+                                       hops[h].group, core::Bytes(part / matrices), unit, micro));
+              }
+            }
+            e /= hops[h].size;
+            const bool last_hop = h + 1 == hops.size();
+            // Dequantise what arrived, reduce in fp32, requantise for the next hop (or write the fp16 shard).
+            kernel(quantized_bytes(e * hops[h].size, 4.0, quant.block) + e * 4.0 +
+                   (last_hop ? e * gb : quantized_bytes(e, 4.0, quant.block)));
+          }
+        }
+        for (int v = 0; v < fill.unquantised; ++v) {
+          laid_out(fill.unquantised_bytes / fill.unquantised, 1);
+          reduce_scatter(fill.unquantised_bytes / fill.unquantised);
         }
       } else {
-        chain(g.add_collective(role, a_stream, shard_reduce, Purpose::kGradReduce, a_group, core::Bytes(bytes), unit,
-                               micro));
+        reduce_scatter(bytes);
       }
     }
     if (boundary && b_size > 1) {
@@ -466,7 +491,16 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
     reduce_ends.push_back(last);
     return last;
   };
-  GradBuckets buckets(bucket_bytes, overlap, emit_reduction);
+  GradBuckets buckets(bucket_bytes, gradient_bucket_rule(plan), overlap, emit_reduction);
+  // Each unit's gradients, tensor by tensor, as its backward hands them over; those whose rank partition is a fresh
+  // host temporary when staged to the host (DeepSpeed ZeRO-3's blocking copy of each partition, in emit_reduction)
+  // count as such, and under qgZ those it reduces without quantising them.
+  const UnitTensorFills fills_of(
+      costs, gb,
+      TensorFillRules{.fresh_min_elements =
+                          ds_stage3 && plan.offload.optimizer ? core::kMallocMmapThresholdMaxBytes / gb : 0.0,
+                      .shards = sh.grads,
+                      .all_to_all_divisor = quant.gradients ? 2.0 * n * tp : 0.0});
 
   std::vector<TaskId> fwd_compute(static_cast<std::size_t>(units));
   std::vector<TaskId> bwd_compute(static_cast<std::size_t>(units));
@@ -598,14 +632,7 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
       release_unit_activations(g, costs, u, b);
       bwd_compute[static_cast<std::size_t>(u)] = b;
       add_tp(u, mb, c.tp_allreduces);
-      if (reduce_now) {
-        // Gradients whose rank partition is a fresh host temporary when staged to the host (DeepSpeed ZeRO-3's
-        // blocking copy of each partition, below).
-        const double fresh = ds_stage3 && plan.offload.optimizer
-                                 ? c.elements_in_tensors_of_at_least(core::kMallocMmapThresholdMaxBytes / gb, sh.grads)
-                                 : 0.0;
-        buckets.add(b, BucketFill{c.params * gb, c.tensors, fresh * gb}, u, mb, u == 0);
-      }
+      if (reduce_now) buckets.add(b, fills_of(static_cast<std::size_t>(u)), u, mb, u == 0);
     }
     if (bf16_optimizer) {
       // update_hp_grads: every gradient cast and added into its fp32 accumulator, on the compute stream.

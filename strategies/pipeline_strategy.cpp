@@ -85,7 +85,10 @@ void PipelineStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) const
   };
   using Buckets = GradBuckets<decltype(emit_reduction)>;
   std::vector<Buckets> buckets;
-  for (int s = 0; s < p; ++s) buckets.emplace_back(gradient_bucket_bytes(plan, gb, s == 0), overlap, emit_reduction);
+  for (int s = 0; s < p; ++s) {
+    buckets.emplace_back(gradient_bucket_bytes(plan, gb, s == 0), gradient_bucket_rule(plan), overlap, emit_reduction);
+  }
+  const UnitTensorFills fills_of(costs, gb);  // each unit's gradients, tensor by tensor, as its backward hands them over
 
   auto add_tp = [&](std::int32_t unit, std::int32_t micro, int count) {
     add_tensor_parallel(g, role, tp_group, costs, plan, unit, micro, count);
@@ -169,7 +172,7 @@ void PipelineStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) const
       release_unit_activations(g, costs, u, b);
       add_tp(u, op.micro, c.tp_allreduces);
       last = b;
-      if (reduce) bk.add(b, BucketFill{c.params * gb, c.tensors, 0.0}, u, op.micro, it + 1 == units.rend());
+      if (reduce) bk.add(b, fills_of(static_cast<std::size_t>(u)), u, op.micro, it + 1 == units.rend());
     }
     if (bf16_optimizer) {
       // update_hp_grads after the backward pass, before its gradient goes to the previous stage.

@@ -97,13 +97,13 @@ TEST(Validate, PaperClaims) {
       // 0.46x and 1.72x with the A100's flash attention fitted (the one-node run slows more than the 1,024-GPU one).
       // 0.47x and 1.82x once ZeRO-3 gathers its persistent parameters one by one after the step (81 all-gathers
       // over 1,024 ranks per iteration for 13B) and MiCS all-reduces its partitions tensor by tensor.
-      {"zero3-13b-8-to-1024", {false, 0.468}},
+      {"zero3-13b-8-to-1024", {false, 0.459}},  // 0.468x before DeepSpeed's buckets closed at a tensor's edge
       // MiCS runs as DeepSpeed's ZeRO-3 (its optimizer's step and host work): 0.98-1.00x before; 1.01-1.09x with
       // AMSP's plans on InternEvo's fused model code.
       // 1.10x (7B, inside the band), 1.10x, 1.02x with MiCS's replica all-reduce tensor by tensor. The 7B's 1.10x
       // is a quarter of the published 1.46x's effect: a miss once claims must show half of a published effect.
       {"amsp-over-mics-7b", {false, 1.186}},
-      {"amsp-over-mics-13b", {false, 1.101}},
+      {"amsp-over-mics-13b", {false, 1.123}},
       {"amsp-over-mics-30b", {false, 1.095}},
       {"amsp-over-zeropp-13b", {false, 1.867}},
       {"overlap-13b-m1", {true, 0}},
@@ -149,8 +149,12 @@ TEST(Validate, PaperClaims) {
       {"zeropp-over-zero3-ib1-2k", {true, 0}},
       {"zeropp-over-zero3-ib2-2k", {true, 0}},
       {"zeropp-over-zero3-ib4-1k", {true, 0}},
-      {"zeropp-over-zero3-ib4-2k", {false, 1.087}},
-      {"zero3-ib4-over-ib1-1k", {false, 2.47}},  // 2.53x before the gathers' copy-in kernels were counted
+      // Closing DeepSpeed's 1e7-element buckets at a tensor's edge (about 8 reduce-scatters of each 18B block over
+      // 384 ranks, not one) and qgZ's tensor-by-tensor reduction, the V100's GEMM ceiling refitted with them:
+      // 1.15x for 1.32x at 400 Gb/s and 2K tokens (less than half the effect); ZeRO-3 slows 2.19x from 400 to
+      // 100 Gb/s at 1K tokens for 1.79x measured, inside the band now (2.47x before).
+      {"zeropp-over-zero3-ib4-2k", {false, 1.150}},
+      {"zero3-ib4-over-ib1-1k", {true, 0}},
   };
   const auto j = validate_json("amsp-v2 seed-ratios zeropp-v100");
   int seen = 0;
