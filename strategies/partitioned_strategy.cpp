@@ -136,8 +136,11 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
     std::uint16_t group;
     int size;
   };
+  // DeepSpeed quantises gradients only where its world spans nodes (stage3.py __avg_scatter_grads: num_nodes > 1,
+  // the world over the GPUs of a node); on one node qgZ's buckets go through reduce_scatter_coalesced.
+  const bool qgz = quant.gradients && n * tp > cluster.devices_per_node;
   std::vector<Hop> hops;
-  if (quant.gradients) {
+  if (qgz) {
     int covered = 1;
     for (const int size : qgz_hop_sizes(cluster, quant, sh.grads, tp)) {
       hops.push_back({group("qgZ-hop", size, covered * tp), size});
@@ -182,7 +185,7 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
   // group (PlanSpec::shares_dp_group; the same in DeepSpeed v0.9.3). hpZ's gathers and qgZ's all-to-alls have
   // process groups of their own.
   const bool shared_group =
-      overlap && hooked && gather && sh.grads > 1 && sh.params == sh.grads && !quant.gradients && plan.shares_dp_group();
+      overlap && hooked && gather && sh.grads > 1 && sh.params == sh.grads && !qgz && plan.shares_dp_group();
   const Stream p_stream = shared_group ? Stream::kGroupNccl : gather_stream;  // the P group's gathers
   const Stream a_stream = shared_group ? Stream::kGroupNccl : reduce_stream;  // the G group's reductions
 
@@ -382,17 +385,17 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
       // copy of its input to the separate output (its one-rank path), a read and a write each.
       if (ds_stage3 || (fsdp && sh.grads == 1)) kernel(2.0 * lay_bytes);
     };
-    auto reduce_scatter = [&](double rs_bytes) {
+    auto reduce_scatter = [&](double rs_bytes, int calls) {
       chain(g.add_collective(role, a_stream, shard_reduce, Purpose::kGradReduce, a_group, core::Bytes(rs_bytes), unit,
-                             micro));
+                             micro, static_cast<std::uint32_t>(calls)));
     };
-    if (hooked && !quant.gradients && shard_reduce == CollectiveOp::kAllReduce) {
+    if (hooked && !qgz && shard_reduce == CollectiveOp::kAllReduce) {
       kernel(2.0 * bytes);
-    } else if (hooked && !quant.gradients) {
+    } else if (hooked && !qgz) {
       laid_out(bytes, tensors);
     }
     if (sh.grads > 1) {
-      if (quant.gradients) {
+      if (qgz) {
         // qgZ as DeepSpeed runs it (all_to_all_quant_reduce, deepspeed@v0.10.0 .. v0.14.4 runtime/comm/
         // coalesced_collectives.py), tensor by tensor: a matrix is quantised to INT4 and all-to-all'd hop by hop, its
         // payload and its scales in two calls per hop; a vector (a bias, a norm's scale), or a matrix whose size
@@ -403,14 +406,9 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
           kernel(matrix_elements * gb + quantized_bytes(matrix_elements, 4.0, quant.block));
           double e = matrix_elements;
           for (std::size_t h = 0; h < hops.size(); ++h) {
-            const double payload = quantized_bytes(e, 4.0, quant.block);
-            const double scales = payload - e * 0.5;
-            for (int m = 0; m < matrices; ++m) {
-              for (const double part : {payload - scales, scales}) {
-                chain(g.add_collective(role, reduce_stream, CollectiveOp::kAllToAll, Purpose::kGradReduce,
-                                       hops[h].group, core::Bytes(part / matrices), unit, micro));
-              }
-            }
+            chain(g.add_collective(role, reduce_stream, CollectiveOp::kAllToAll, Purpose::kGradReduce, hops[h].group,
+                                   core::Bytes(quantized_bytes(e, 4.0, quant.block)), unit, micro,
+                                   static_cast<std::uint32_t>(2 * matrices)));
             e /= hops[h].size;
             const bool last_hop = h + 1 == hops.size();
             // Dequantise what arrived, reduce in fp32, requantise for the next hop (or write the fp16 shard).
@@ -418,12 +416,12 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
                    (last_hop ? e * gb : quantized_bytes(e, 4.0, quant.block)));
           }
         }
-        for (int v = 0; v < fill.unquantised; ++v) {
-          laid_out(fill.unquantised_bytes / fill.unquantised, 1);
-          reduce_scatter(fill.unquantised_bytes / fill.unquantised);
+        if (fill.unquantised > 0) {
+          laid_out(fill.unquantised_bytes, fill.unquantised);
+          reduce_scatter(fill.unquantised_bytes, fill.unquantised);
         }
       } else {
-        reduce_scatter(bytes);
+        reduce_scatter(bytes, 1);
       }
     }
     if (boundary && b_size > 1) {
@@ -500,7 +498,7 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
       TensorFillRules{.fresh_min_elements =
                           ds_stage3 && plan.offload.optimizer ? core::kMallocMmapThresholdMaxBytes / gb : 0.0,
                       .shards = sh.grads,
-                      .all_to_all_divisor = quant.gradients ? 2.0 * n * tp : 0.0});
+                      .all_to_all_divisor = qgz ? 2.0 * n * tp : 0.0});
 
   std::vector<TaskId> fwd_compute(static_cast<std::size_t>(units));
   std::vector<TaskId> bwd_compute(static_cast<std::size_t>(units));

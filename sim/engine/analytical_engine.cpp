@@ -28,12 +28,13 @@ void AnalyticalEngine::rebind(const core::ClusterSpec& cluster, core::Collective
 }
 
 CollectiveEstimate AnalyticalEngine::collective(const TaskGraph& g, const Task& t) const {
-  return estimate_compressed(*cluster_, g.groups()[t.group].shape, t.op, core::Bytes(t.bytes), algorithm_,
-                             g.codecs[static_cast<std::size_t>(t.purpose)]);
+  return repeated(estimate_compressed(*cluster_, g.groups()[t.group].shape, t.op, core::Bytes(t.bytes / t.calls),
+                                      algorithm_, g.codecs[static_cast<std::size_t>(t.purpose)]),
+                  t.calls);
 }
 
 const CollectiveEstimate& AnalyticalEngine::memo_collective(const TaskGraph& g, const Task& t) {
-  const MemoKey key{t.group, t.op, t.purpose, t.bytes};
+  const MemoKey key{t.group, t.op, t.purpose, t.calls, t.bytes};
   for (const auto& [k, e] : memo_) {
     if (k == key) return e;
   }

@@ -61,6 +61,7 @@ class AnalyticalEngine : public Engine {
     std::uint16_t group;
     graph::CollectiveOp op;
     graph::Purpose purpose;
+    std::uint32_t calls;
     double bytes;
     bool operator==(const MemoKey&) const = default;
   };

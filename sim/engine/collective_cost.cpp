@@ -262,6 +262,17 @@ CollectiveEstimate estimate_collective(const core::ClusterSpec& cluster, const G
   SHARDSIM_ASSERT(false, "unknown collective algorithm");
 }
 
+CollectiveEstimate repeated(CollectiveEstimate one, std::uint32_t calls) {
+  if (calls <= 1) return one;
+  const double k = calls;
+  one.time = core::Seconds(one.time.value() * k);
+  one.latency_s *= k;
+  one.paced_s *= k;
+  one.unpaced_latency_s *= k;
+  for (double& b : one.bytes_by_level) b *= k;
+  return one;
+}
+
 double ring_edge_factor(CollectiveOp op, int n) {
   switch (op) {
     case CollectiveOp::kAllReduce: return 2.0 * (n - 1.0) / n;

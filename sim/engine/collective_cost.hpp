@@ -50,6 +50,10 @@ CollectiveEstimate estimate_collective(const core::ClusterSpec& cluster, const g
                                        graph::CollectiveOp op, core::Bytes payload,
                                        core::CollectiveAlgorithm requested);
 
+/** @brief What `calls` back-to-back calls cost, each the call `one` prices: its time, latencies and bytes `calls`
+ *  times over (graph::Task::calls). */
+CollectiveEstimate repeated(CollectiveEstimate one, std::uint32_t calls);
+
 /** @brief Bytes a rank sends over each ring edge per byte of payload: 2(n-1)/n for all-reduce, (n-1)/n for
  *  all-gather, reduce-scatter and all-to-all, 1 for send-recv (nccl-tests' bus bandwidth over its algorithm
  *  bandwidth). */

@@ -143,6 +143,7 @@ struct PlanKey {
   int op = 0;
   int purpose = 0;
   int stream = 0;
+  std::uint32_t calls = 1;
   double bytes = 0.0;
   auto operator<=>(const PlanKey&) const = default;
 };
@@ -163,6 +164,12 @@ class Planner {
     const int base = roles_ > 1 && block_ < c_.total_devices() ? t.role * block_ : 0;
     if (t.kind == TaskKind::kCopy) {
       plan_copy(t, base, p);
+    } else if (t.calls > 1) {
+      Task one = t;
+      one.bytes = t.bytes / t.calls;
+      one.calls = 1;
+      plan_collective(one, base, p);
+      repeat(p, t.calls);
     } else {
       plan_collective(t, base, p);
     }
@@ -188,6 +195,22 @@ class Planner {
       }
     }
     p.phases.push_back(std::move(ph));
+  }
+
+  // `calls` back-to-back calls of the one `p` plans, as one transfer of their bytes: the pre-delay takes what the
+  // calls' own transfers would have added (each call's pre-delay and route latency, less what the routes add to the
+  // merged transfer), so that alone the plan takes `calls` times the one call's time, as the analytical engine
+  // prices it (CollectiveEstimate repeated).
+  void repeat(CommPlan& p, std::uint32_t calls) {
+    const double k = calls;
+    for (Phase& ph : p.phases) {
+      const double one = bounding_latency(ph.flows);
+      for (NetFlow& f : ph.flows) f.bytes *= k;
+      ph.pre_delay_s = k * (ph.pre_delay_s + one) - bounding_latency(ph.flows);
+      ph.floor_s *= k;
+    }
+    p.codec_s *= k;
+    p.paced_latency_s *= k;
   }
 
   double max_latency(const std::vector<NetFlow>& flows) {
@@ -546,7 +569,7 @@ class Simulation {
 
   int plan_index(const Task& t) {
     const PlanKey key{static_cast<int>(t.kind), t.role, t.group, static_cast<int>(t.op), static_cast<int>(t.purpose),
-                      static_cast<int>(t.stream), t.bytes};
+                      static_cast<int>(t.stream), t.calls, t.bytes};
     auto [it, fresh] = index_.try_emplace(key, static_cast<int>(plans_.size()));
     if (fresh) {
       plans_.push_back(planner_.plan(t));

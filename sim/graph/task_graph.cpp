@@ -198,8 +198,10 @@ TaskId TaskGraph::add_host_work(std::uint16_t role, Purpose purpose, Phase phase
 }
 
 TaskId TaskGraph::add_collective(std::uint16_t role, Stream stream, CollectiveOp op, Purpose purpose,
-                                 std::uint16_t group, core::Bytes payload, std::int32_t unit, std::int32_t micro) {
+                                 std::uint16_t group, core::Bytes payload, std::int32_t unit, std::int32_t micro,
+                                 std::uint32_t calls) {
   SHARDSIM_ASSERT(group < groups_.size(), "collective on an unknown group");
+  SHARDSIM_ASSERT(calls >= 1, "a collective task stands for one call or more");
   Task t;
   t.kind = TaskKind::kCollective;
   t.stream = stream;
@@ -210,6 +212,7 @@ TaskId TaskGraph::add_collective(std::uint16_t role, Stream stream, CollectiveOp
   t.unit = unit;
   t.micro = micro;
   t.bytes = payload.value();
+  t.calls = calls;
   t.dep_begin = static_cast<std::uint32_t>(deps_.size());
   tasks_.push_back(t);
   const auto id = static_cast<TaskId>(tasks_.size() - 1);
@@ -243,7 +246,9 @@ std::string TaskGraph::label(TaskId id) const {
   if (t.kind == TaskKind::kHostCompute) return fmt::format("host {}{}", purpose_name(t.purpose), where);
   if (t.kind == TaskKind::kCompute && t.purpose == Purpose::kCompute) return fmt::format("{}{}", phase_name(t.phase), where);
   if (t.kind == TaskKind::kCompute) return fmt::format("kernel {}{}", purpose_name(t.purpose), where);
-  return fmt::format("{}({}) {}{}", collective_name(t.op), groups_[t.group].name, purpose_name(t.purpose), where);
+  const std::string calls = t.calls > 1 ? fmt::format(" x{}", t.calls) : std::string();
+  return fmt::format("{}({}){} {}{}", collective_name(t.op), groups_[t.group].name, calls, purpose_name(t.purpose),
+                     where);
 }
 
 }  // namespace shardsim::graph

@@ -105,6 +105,9 @@ struct Task {
   std::uint16_t group = 0;  ///< collectives: index into groups()
   std::int32_t unit = -1;   ///< model unit (0 = embedding, 1..L = blocks, L+1 = head); -1 = none
   std::int32_t micro = -1;  ///< micro-batch index; -1 = per iteration
+  /// collectives: calls of the same kind issued back to back on the stream, `bytes` their sum, each costing what a
+  /// call of bytes / calls costs (a framework's loop over tensors: one task stands for all of it)
+  std::uint32_t calls = 1;
   double flops = 0.0;       ///< compute: FLOPs at the GEMM rate
   double bytes = 0.0;       ///< compute: memory-bound bytes; collective: payload M (see collective_cost.hpp)
   double time_s = -1.0;     ///< compute: duration from its kernels when >= 0 (else FLOPs and bytes at flat rates)
@@ -173,7 +176,7 @@ class TaskGraph {
                        std::int32_t micro, Stream stream = Stream::kHostCpu);
   /** @brief Appends a collective of `payload` bytes over group `group` on `stream`. */
   TaskId add_collective(std::uint16_t role, Stream stream, CollectiveOp op, Purpose purpose, std::uint16_t group,
-                        core::Bytes payload, std::int32_t unit, std::int32_t micro);
+                        core::Bytes payload, std::int32_t unit, std::int32_t micro, std::uint32_t calls = 1);
   /** @brief Makes the most recently added task `t` wait for `on`. Precondition: t is the last task, on < t. */
   void add_dep(TaskId t, TaskId on);
   /** @brief Records a memory event at the start or end of task `t`. */

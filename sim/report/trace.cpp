@@ -59,6 +59,7 @@ std::string chrome_trace(const scenario::Evaluation& ev) {
       args["bytes"] = t.bytes;
       args["group"] = g.groups()[t.group].name;
       args["ranks"] = g.groups()[t.group].shape.size;
+      if (t.calls > 1) args["calls"] = t.calls;  // back-to-back calls, `bytes` their sum
     } else if (t.flops > 0.0) {
       args["flops"] = t.flops;
     }

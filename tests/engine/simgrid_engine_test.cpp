@@ -171,6 +171,36 @@ TEST(SimGridEngine, RunsTheLibrarysChoiceAsTheAnalyticalEngineDoes) {
   }
 }
 
+// A task that stands for several back-to-back calls (graph::Task::calls: qgZ's all-to-alls, one per matrix) costs
+// what that many calls of its share cost, on both engines: each pays the library's latency again.
+TEST(SimGridEngine, RepeatedCallsCostWhatTheCallsCostOnBothEngines) {
+  if (!engine::simgrid_available()) GTEST_SKIP() << "built without SimGrid";
+  const core::ClusterSpec c = small("dgx-h100", 4, 3).cluster;
+  graph::GroupShape shape;
+  shape.size = 32;
+  shape.levels = 2;
+  shape.ranks_within = {8, 32};
+  for (const graph::CollectiveOp op : {graph::CollectiveOp::kReduceScatter, graph::CollectiveOp::kAllToAll}) {
+    auto run = [&](auto& engine, double bytes, std::uint32_t calls) {
+      graph::TaskGraph g;
+      const auto role = g.add_role("rank");
+      const auto grp = g.add_group({"dp", shape});
+      g.add_collective(role, graph::Stream::kGradReduce, op, graph::Purpose::kGradReduce, grp, core::Bytes(bytes), 0,
+                       0, calls);
+      return engine.run(g).iteration_time.value();
+    };
+    engine::AnalyticalEngine ana(c, core::CollectiveAlgorithm::kAuto);
+    engine::SimGridOptions opts;
+    opts.topology = topology::TopologyKind::kIdeal;
+    engine::SimGridEngine sim(c, core::CollectiveAlgorithm::kAuto, opts);
+    const double one = run(ana, 2e6, 1);
+    EXPECT_NEAR(run(ana, 12e6, 6), 6.0 * one, 1e-9 * one);
+    EXPECT_GT(run(ana, 12e6, 6), run(ana, 12e6, 1));  // five more latencies
+    EXPECT_NEAR(run(sim, 12e6, 6) / run(ana, 12e6, 6), 1.0, 0.01) << static_cast<int>(op);
+    EXPECT_NEAR(run(sim, 12e6, 6) / (6.0 * run(sim, 2e6, 1)), 1.0, 1e-6) << static_cast<int>(op);
+  }
+}
+
 // RCCL's paced rings on Frontier (collective_library.paced_rings): the SimGrid engine runs the steps beside the flows
 // and ends the call no earlier than the floor, as the analytical engine takes the longer of the two: at 64 MB over
 // 32 nodes the steps bound the call (on the link graph too), at 16 GB over 4 the transfer does.
