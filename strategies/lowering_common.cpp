@@ -305,14 +305,14 @@ void lower_optimizer_step(graph::TaskGraph& g, const StepLowering& step) {
   }
   // DeepSpeed ZeRO-3's persistent parameters, each gathered on its own once the step has updated their partitions
   // (their all-gathers launched one after another, then waited on by the compute stream: the next forward).
-  std::optional<TaskId> previous;
-  for (int k = 0; step.persistent_group && k < step.persistent_gathers; ++k) {
+  // (One task for all of them: graph::Task::calls.)
+  if (step.persistent_group && step.persistent_gathers > 0) {
     const TaskId ag = g.add_collective(step.role, step.persistent_stream, graph::CollectiveOp::kAllGather,
                                        Purpose::kParamUpdateGather, *step.persistent_group,
-                                       core::Bytes(step.persistent_bytes / step.persistent_gathers), -1, -1);
-    g.add_dep(ag, previous ? *previous : opt);
-    if (!previous && upload) g.add_dep(ag, *upload);
-    previous = ag;
+                                       core::Bytes(step.persistent_bytes), -1, -1,
+                                       static_cast<std::uint32_t>(step.persistent_gathers));
+    g.add_dep(ag, opt);
+    if (upload) g.add_dep(ag, *upload);
   }
   if (!step.gather_group) return;
   double remaining = step.gather_bytes;

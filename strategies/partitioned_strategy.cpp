@@ -433,10 +433,8 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
       // (deepspeed@v0.14.0 runtime/zero/mics.py allreduce_mics_shard_grads), which PyTorch's ProcessGroupNCCL runs
       // as one ncclAllReduce per tensor inside a group: each pays the library's latency. Elsewhere one buffer.
       const int calls = mics && plan.framework == core::Framework::kDeepSpeed ? std::max(1, tensors) : 1;
-      for (int call = 0; call < calls; ++call) {
-        chain(g.add_collective(role, reduce_stream, CollectiveOp::kAllReduce, Purpose::kGradReduce, c_group,
-                               core::Bytes(bytes / sh.optimizer / calls), unit, micro));
-      }
+      chain(g.add_collective(role, reduce_stream, CollectiveOp::kAllReduce, Purpose::kGradReduce, c_group,
+                             core::Bytes(bytes / sh.optimizer), unit, micro, static_cast<std::uint32_t>(calls)));
     }
     if (plan.offload.optimizer) {
       // ZeRO-Offload: this rank's reduced share of the bucket goes to the host, where CPU Adam will read it.
