@@ -51,17 +51,8 @@ struct UnitCost {
   /** @brief Whether this unit's backward first recomputes part of its forward. */
   [[nodiscard]] bool recomputes() const { return recompute_flops.value() > 0.0 || recompute_mem.value() > 0.0; }
   /// its weight matrices and embedding tables by size (norms and biases, a hidden's length, left out): what
-  /// depends on one tensor's size, such as how the host allocates a temporary of it
+  /// depends on one tensor's size, such as whether DeepSpeed's ZeRO-3 keeps it persistent
   std::array<TensorGroup, 3> weights{};
-  /** @brief Elements (before sharding) of the weights whose partition, split `shards` ways, has at least
-   *  `min_elements`. */
-  [[nodiscard]] double elements_in_tensors_of_at_least(double min_elements, int shards) const {
-    double n = 0.0;
-    for (const TensorGroup& w : weights) {
-      if (w.count > 0 && w.elements / shards >= min_elements) n += w.elements * w.count;
-    }
-    return n;
-  }
   /// durations on the device from its kernels (kernel_model.hpp); negative: not timed (no device given), the
   /// engine then runs the FLOPs and bytes above at the device's flat rates
   core::Seconds fwd_time{-1.0}, bwd_time{-1.0}, recompute_time{-1.0};

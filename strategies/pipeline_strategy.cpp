@@ -88,7 +88,8 @@ void PipelineStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) const
   for (int s = 0; s < p; ++s) {
     buckets.emplace_back(gradient_bucket_bytes(plan, gb, s == 0), gradient_bucket_rule(plan), overlap, emit_reduction);
   }
-  const UnitTensorFills fills_of(costs, gb);  // each unit's gradients, tensor by tensor, as its backward hands them over
+  // Each unit's gradients, tensor by tensor, as its backward hands them over.
+  const UnitTensorFills fills_of(costs, gb);
 
   auto add_tp = [&](std::int32_t unit, std::int32_t micro, int count) {
     add_tensor_parallel(g, role, tp_group, costs, plan, unit, micro, count);
