@@ -118,13 +118,13 @@ std::vector<BucketFill> backward_tensor_fills(const ModelCosts& costs, std::size
 UnitTensorFills::UnitTensorFills(const ModelCosts& costs, double grad_bytes, const TensorFillRules& rules)
     : costs_(costs) {
   for (std::size_t u = 0; u < costs.units.size(); ++u) {
-    std::vector<BucketFill>& kind = kinds_[kind_of(costs, u)];
+    std::vector<BucketFill>& kind = kinds_[costs.module_kind(u)];
     if (kind.empty()) kind = backward_tensor_fills(costs, u, grad_bytes, rules);
   }
 }
 
 std::span<const BucketFill> UnitTensorFills::operator()(std::size_t u) const {
-  return kinds_[kind_of(costs_, u)];
+  return kinds_[costs_.module_kind(u)];
 }
 
 BlockHostTimes block_host_times(const core::HostSpec& host, const core::PlanSpec& plan) {

@@ -183,11 +183,8 @@ class UnitTensorFills {
   [[nodiscard]] std::span<const BucketFill> operator()(std::size_t u) const;
 
  private:
-  static std::size_t kind_of(const ModelCosts& costs, std::size_t u) {
-    return u == 0 ? 0 : costs.units[u].block ? 1 : 2;
-  }
   const ModelCosts& costs_;
-  std::array<std::vector<BucketFill>, 3> kinds_;  // embedding, block, head
+  std::array<std::vector<BucketFill>, 3> kinds_;  // by ModelCosts::module_kind
 };
 
 /** @brief The host's per-block times (forward, backward) for the plan's model code: Megatron's where fused code

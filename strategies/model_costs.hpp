@@ -63,9 +63,12 @@ struct ModelCosts {
   /// The submodules holding parameters of the embedding (unit 0), of each block and of the head (the last unit),
   /// in the order the forward runs them.
   std::vector<ModuleParams> embedding_modules, block_modules, head_modules;
+  /** @brief Which submodules unit `u` has: 0 the embedding's, 1 a block's, 2 the head's. */
+  [[nodiscard]] std::size_t module_kind(std::size_t u) const { return u == 0 ? 0 : units[u].block ? 1 : 2; }
   /** @brief The submodules of unit `u`, in forward order. */
   [[nodiscard]] const std::vector<ModuleParams>& modules_of(std::size_t u) const {
-    return u == 0 ? embedding_modules : units[u].block ? block_modules : head_modules;
+    const std::size_t kind = module_kind(u);
+    return kind == 0 ? embedding_modules : kind == 1 ? block_modules : head_modules;
   }
   /// DeepSpeed ZeRO-3's fetches of these units under the plan (framework deepspeed, parameters assembled unit by
   /// unit); empty otherwise

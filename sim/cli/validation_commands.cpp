@@ -43,11 +43,7 @@ std::vector<validate::ValidationSet> load_sets(const std::vector<std::string>& g
       names.push_back(g);
       continue;
     }
-    for (std::size_t start = 0; start <= g.size();) {
-      const std::size_t comma = std::min(g.find(',', start), g.size());
-      if (comma > start) names.push_back(g.substr(start, comma - start));
-      start = comma + 1;
-    }
+    for (auto& name : split_commas(g)) names.push_back(std::move(name));
   }
   std::vector<validate::ValidationSet> all, out;
   for (const auto& name : names) {

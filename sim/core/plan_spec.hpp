@@ -35,9 +35,9 @@ enum class ModelCode { kHuggingFace, kMegatron, kFused };
 /// kAuto: what the cluster's collective library would run (engine/collective_library.hpp: NCCL's or RCCL's tuning
 /// model picks ring or tree and the protocol; alpha-beta: the cheaper of ring and tree). kRing / kTree force the
 /// algorithm (NCCL_ALGO), the library still picks the protocol. kBest: the fastest algorithm shardsim knows at the
-/// links' own latencies, hierarchical included, and NVLS inside a node whose switch reduces (a what-if). kNvls: NCCL's NVLS, the NVSwitch reducing and
-/// multicasting (CollectiveLibrarySpec::nvls): what the library may pick for an all-reduce inside a node, never a
-/// plan's request.
+/// links' own latencies, hierarchical included, and NVLS inside a node whose switch reduces (a what-if). kNvls:
+/// NCCL's NVLS, the NVSwitch reducing and multicasting (CollectiveLibrarySpec::nvls): what the library may pick for
+/// an all-reduce inside a node, never a plan's request.
 enum class CollectiveAlgorithm { kAuto, kRing, kTree, kHierarchical, kBest, kNvls };
 
 /// The framework whose schedule a data-parallel plan follows. kDeepSpeed: DeepSpeed 0.14's ZeRO (ZeRO-3 fetches

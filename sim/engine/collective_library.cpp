@@ -246,7 +246,8 @@ LibraryChoice choose_library_call(const CollectiveLibrarySpec& lib, const Librar
   // NVLS (lib.nvls): an all-reduce inside one node whose NVSwitch reduces, Simple only, not where NCCL_ALGO forces
   // ring or tree; picked by the table's 23 us and 5/6 of the bus bandwidth, it costs the base at the measured scale
   // and (n + 1) / n of the buffer each way per GPU at NVLS's share of the links.
-  if (!rccl && lib.nvls && all_reduce && nodes == 1 && algorithm == CollectiveAlgorithm::kAuto && lib.protocols[2]) {
+  if (!rccl && lib.nvls && all_reduce && nodes == 1 && algorithm == CollectiveAlgorithm::kAuto &&
+      lib.protocols[static_cast<std::size_t>(Protocol::kSimple)]) {
     const double predicted_s = kNvlsBaseUs * 1e-6 + call.bytes / (bus * kNvlsTableRatio * 1e9);
     if (predicted_s < best_predicted) {
       best_predicted = predicted_s;
