@@ -166,7 +166,9 @@ double pageable_upload_s(const core::HostSpec& host, int devices_per_node, doubl
   const double faults = fresh_elements * to_bytes / core::kHostPageBytes * host.page_fault.value() /
                         host.faulting_threads(devices_per_node);
   return convert + faults +
-         (host.pageable_h2d.value() > 0.0 ? elements * to_bytes / host.pageable_h2d.value() : 0.0);
+         (host.pageable_h2d.value() > 0.0
+              ? elements * to_bytes / host.pageable_h2d.value() * host.staging_slowdown(devices_per_node)
+              : 0.0);
 }
 
 double pageable_download_s(const core::HostSpec& host, int devices_per_node, double elements, double from_bytes,
@@ -175,7 +177,9 @@ double pageable_download_s(const core::HostSpec& host, int devices_per_node, dou
   const double convert = share > 0.0 ? elements * (from_bytes + 4.0) / share : 0.0;
   const double faults = fresh_elements * from_bytes / core::kHostPageBytes * host.page_fault.value();
   return convert + faults +
-         (host.pageable_d2h.value() > 0.0 ? elements * from_bytes / host.pageable_d2h.value() : 0.0);
+         (host.pageable_d2h.value() > 0.0
+              ? elements * from_bytes / host.pageable_d2h.value() * host.staging_slowdown(devices_per_node)
+              : 0.0);
 }
 
 NvmeRates nvme_share(const core::ClusterSpec& cluster) {

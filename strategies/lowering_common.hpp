@@ -284,11 +284,12 @@ NvmeSwap nvme_optimizer_swap(const core::ClusterSpec& cluster, const core::PlanS
 
 /** @brief The host's time to copy `elements` fp32 host values into 16-bit device memory as PyTorch's copy_ does
  *  across devices and dtypes: converted on the CPU into a pageable temporary (read 4 bytes, write `to_bytes`, at the
- *  device's share of host memory bandwidth), then staged for the link at the host's pageable rate. Of the
- *  `elements`, `fresh_elements` are in temporaries of new memory (kMallocMmapThresholdMaxBytes or more), whose
- *  pages fault as the conversion writes them: on PyTorch's intra-op threads, the process's share of the node's
- *  cores as far as its faults run in parallel (HostSpec::faulting_threads), where a download's faults fall on the
- *  driver's one copying thread. The link's part is the caller's copy task. */
+ *  device's share of host memory bandwidth), then staged for the link at the host's pageable rate, which the node's
+ *  processes share when they stage at once (HostSpec::staging_slowdown). Of the `elements`, `fresh_elements` are in
+ *  temporaries of new memory (kMallocMmapThresholdMaxBytes or more), whose pages fault as the conversion writes
+ *  them: on PyTorch's intra-op threads, the process's share of the node's cores as far as its faults run in parallel
+ *  (HostSpec::faulting_threads), where a download's faults fall on the driver's one copying thread. The link's part
+ *  is the caller's copy task. */
 double pageable_upload_s(const core::HostSpec& host, int devices_per_node, double elements, double to_bytes,
                          double fresh_elements);
 /** @brief The same the other way: 16-bit device values into fp32 host memory (staged, then converted). Of the

@@ -92,6 +92,9 @@ std::string host_memory_source(const Scenario&, const std::string&) {
 std::string pageable_source(const Scenario&, const std::string&) {
   return "measured on an H100 host (validate/results/); Polaris d2h fitted (offload-single); other hosts [guess]";
 }
+std::string staging_source(const Scenario&, const std::string&) {
+  return "fitted to an H100 host's copies by 1-4 processes at once (validate/results/); other hosts [guess]";
+}
 std::string page_fault_source(const Scenario&, const std::string&) {
   return "fitted on h100-deepspeed-fit (DeepSpeed 0.14 ZeRO-3 Offload on an H100 host); other hosts [guess]";
 }
@@ -109,8 +112,8 @@ void set_host_value(Scenario& s, const std::string&, double v) {
 constexpr double kMinScale = core::CollectiveLibrarySpec::kMinLatencyScale;
 constexpr double kMaxScale = core::CollectiveLibrarySpec::kMaxLatencyScale;
 
-const std::array<Kind, 42>& kinds() {
-  static const std::array<Kind, 42> kKinds = {{
+const std::array<Kind, 43>& kinds() {
+  static const std::array<Kind, 43> kKinds = {{
       {"device.gemm_efficiency", "", true, false, 0.2, 0.95, efficiency_source,
        [](const Scenario& s, const std::string&) { return s.cluster.device.gemm_efficiency; },
        [](Scenario& s, const std::string&, double v) { s.cluster.device.gemm_efficiency = v; }},
@@ -216,6 +219,10 @@ const std::array<Kind, 42>& kinds() {
        set_host_value<&HostSpec::pageable_h2d>},
       {"host.page_fault", "s", true, false, 0.0, 20e-6, page_fault_source, host_value<&HostSpec::page_fault>,
        set_host_value<&HostSpec::page_fault>},
+      // From one process's staging at a time to every process at its own rate (a node of 8 devices).
+      {"host.staging_processes", "processes", true, false, 1.0, 8.0, staging_source,
+       [](const Scenario& s, const std::string&) { return s.cluster.host.staging_processes; },
+       [](Scenario& s, const std::string&, double v) { s.cluster.host.staging_processes = v; }},
       // Pinned copies reach well below the link's rate on some hosts (PCIe protocol overhead, IOMMU).
       {"host.link_bandwidth", "B/s", true, true, 0.2, 1.0,
        [](const Scenario& s, const std::string&) { return s.cluster.source; },

@@ -341,6 +341,15 @@ inline constexpr double kFittedPolarisPageFaultS = 0.6364e-6;
 /// HostHooks.PageableStagingIsTheH100HostsCopies recomputes them; other hosts [guess].
 inline constexpr double kMeasuredPageableD2HBps = 15.814e9;
 inline constexpr double kMeasuredPageableH2DBps = 9.9008e9;
+/// How many processes' worth of pageable staging, each at the rate it reaches alone (pageable_d2h, pageable_h2d), a
+/// host sustains at once: with n of a node's device processes staging together each gets min(1, this / n) of its
+/// own rate (the driver's copies through its pinned buffers draw on what the processes share: memory, the
+/// driver's locks). Fitted by least squares (log error) to the H100 host's ZeRO-3 Offload copies of 32 Mi and
+/// 256 Mi elements by 1, 2 and 4 processes at once with the 16 cores split between them, both directions
+/// (validate/results/NVIDIA-H100-80GB-HBM3-2026-11-27-host-staging.csv): rms error 17% / 6% (uploads / downloads)
+/// with every process at its own rate -> 9% / 4%. The test HostHooks.PageableStagingSharesTheNode refits it; other
+/// hosts [guess].
+inline constexpr double kMeasuredStagingProcesses = 1.62;
 /// The cores of the host the H100 measurements ran on (a virtual machine: 16 cores of an "Intel Xeon Processor",
 /// validate/results/): the host's default where a machine does not say (HostSpec::cores).
 inline constexpr int kMeasuredH100HostCores = 16;
@@ -418,6 +427,13 @@ struct HostSpec {
   }
   BytesPerSec pageable_d2h{kMeasuredPageableD2HBps};
   BytesPerSec pageable_h2d{kMeasuredPageableH2DBps};
+  /// the processes' worth of pageable staging the node sustains at once (kMeasuredStagingProcesses)
+  double staging_processes = kMeasuredStagingProcesses;
+  /** @brief What one device's process pays per second of its pageable staging alone when every device of a node of
+   *  `devices_per_node` stages at once (at least 1). */
+  [[nodiscard]] double staging_slowdown(int devices_per_node) const {
+    return staging_processes > 0.0 ? std::max(1.0, static_cast<double>(devices_per_node) / staging_processes) : 1.0;
+  }
   /// The node's CPU cores. PyTorch's CPU kernels (a dtype conversion into a pageable temporary) run on an intra-op
   /// pool of every core in each process (DeepSpeed's launcher sets no OMP_NUM_THREADS unless asked to bind cores),
   /// so the node's device processes share them: host_threads().

@@ -588,6 +588,7 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
                     {"page_fault_s", c.host.page_fault.value()},
                     {"cores", c.host.cores},
                     {"fault_threads", c.host.fault_threads},
+                    {"staging_processes", c.host.staging_processes},
                     {"nvme_read_Bps", c.host.nvme_read.value()},
                     {"nvme_write_Bps", c.host.nvme_write.value()},
                     {"nvme_capacity_bytes", c.host.nvme_capacity.value()},

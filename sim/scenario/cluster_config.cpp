@@ -97,7 +97,7 @@ void apply_host(const ConfigNode& n, core::HostSpec& h) {
                 "block_backward", "megatron_block_forward", "megatron_block_backward", "rank_slice", "gather_split",
                 "pageable_d2h",
                 "pageable_h2d", "page_fault", "memory_efficiency", "nvme_read", "nvme_write", "nvme_capacity", "cores",
-                "fault_threads"});
+                "fault_threads", "staging_processes"});
   if (auto v = n.find("memory")) h.memory = v->as_bytes();
   if (auto v = n.find("nvme_read")) h.nvme_read = v->as_bandwidth();
   if (auto v = n.find("nvme_write")) h.nvme_write = v->as_bandwidth();
@@ -111,6 +111,10 @@ void apply_host(const ConfigNode& n, core::HostSpec& h) {
   if (auto v = n.find("fault_threads")) {
     h.fault_threads = v->as_double();
     if (!(h.fault_threads >= 1.0 && h.fault_threads <= 1024.0)) v->fail("a thread count in [1, 1024]");
+  }
+  if (auto v = n.find("staging_processes")) {
+    h.staging_processes = v->as_double();
+    if (!(h.staging_processes >= 1.0 && h.staging_processes <= 1024.0)) v->fail("a process count in [1, 1024]");
   }
   for (auto [key, field] : {std::pair{"fetch_hook", &h.fetch_hook}, std::pair{"tensor_hook", &h.tensor_hook},
                             std::pair{"module_hook", &h.module_hook}, std::pair{"zero_step", &h.zero_step},

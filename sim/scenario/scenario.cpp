@@ -513,7 +513,7 @@ std::string cluster_to_yaml(const core::ClusterSpec& c) {
                    "tensor_hook: {}us, module_hook: {}us, zero_step: {}us, block_forward: {}us, block_backward: {}us, megatron_block_forward: {}us, "
                    "megatron_block_backward: {}us, rank_slice: {}us, gather_split: {}us, pageable_d2h: {}GB/s, "
                    "pageable_h2d: {}GB/s, "
-                   "page_fault: {}us, memory_efficiency: {}, cores: {}, fault_threads: {}{}}}\n",
+                   "page_fault: {}us, memory_efficiency: {}, cores: {}, fault_threads: {}, staging_processes: {}{}}}\n",
                    yaml_bytes(c.host.memory.value()), c.host.memory_bandwidth.value() / 1e9,
                    c.host.link_bandwidth.value() / 1e9, c.host.fetch_hook.value() * 1e6, c.host.tensor_hook.value() * 1e6,
                    c.host.module_hook.value() * 1e6, c.host.zero_step.value() * 1e6, c.host.block_forward.value() * 1e6, c.host.block_backward.value() * 1e6,
@@ -521,7 +521,7 @@ std::string cluster_to_yaml(const core::ClusterSpec& c) {
                    c.host.rank_slice.value() * 1e6, c.host.gather_split.value() * 1e6, c.host.pageable_d2h.value() / 1e9,
                    c.host.pageable_h2d.value() / 1e9,
                    c.host.page_fault.value() * 1e6, c.host.memory_efficiency, c.host.cores, c.host.fault_threads,
-                   c.host.has_nvme() ? fmt::format(", nvme_read: {}GB/s, nvme_write: {}GB/s, nvme_capacity: {}",
+                   c.host.staging_processes, c.host.has_nvme() ? fmt::format(", nvme_read: {}GB/s, nvme_write: {}GB/s, nvme_capacity: {}",
                                                    c.host.nvme_read.value() / 1e9, c.host.nvme_write.value() / 1e9,
                                                    yaml_bytes(c.host.nvme_capacity.value()))
                                      : std::string());

@@ -407,9 +407,10 @@ TEST(HostHooks, FreshTemporariesFaultAboveTheMmapThreshold) {
 // ZeRO-3 Offload's parameter upload (fp32 host -> bf16 device through a fresh pageable temporary) by 1 and 4
 // processes of the H100 host at once (validate/results/NVIDIA-H100-80GB-HBM3-2026-11-27-host-staging.csv, the cores
 // split between the processes): with the temporary's page faults spread over the process's threads (its share of
-// the host's 16 cores, at most kMeasuredFaultThreads), the upload model comes within 40% of every row (30% short to
-// 6% long), where without them it missed by 55-66%, and it grows from one process to four (1.3x) within 40% of the
-// copies' growth (1.7-1.8x).
+// the host's 16 cores, at most kMeasuredFaultThreads) and the staging shared by the processes
+// (kMeasuredStagingProcesses), the upload model comes within 40% of every row (10% short to 14% long), where without
+// the faults it misses by 28-61%, and it grows from one process to four (1.85x) within 40% of the copies' growth
+// (1.7-1.8x; 1.3x with every process staging at its own rate).
 TEST(HostHooks, UploadFaultsShareTheHostsCores) {
   const auto t = CsvTable::load(std::string(SHARDSIM_SOURCE_DIR) +
                                 "/validate/results/NVIDIA-H100-80GB-HBM3-2026-11-27-host-staging.csv");
@@ -429,7 +430,7 @@ TEST(HostHooks, UploadFaultsShareTheHostsCores) {
     const double model = strategies::pageable_upload_s(host, p, n, 2.0, n);
     const double before = strategies::pageable_upload_s(no_faults, p, n, 2.0, n);
     EXPECT_LT(std::fabs(model / measured - 1.0), 0.40) << n << " x " << p;
-    EXPECT_GT(std::fabs(before / measured - 1.0), 0.45) << n << " x " << p;
+    EXPECT_GT(std::fabs(before / measured - 1.0), 0.25) << n << " x " << p;
     by_size[n][p] = {measured, model};
     ++checked;
   }
@@ -441,6 +442,47 @@ TEST(HostHooks, UploadFaultsShareTheHostsCores) {
     EXPECT_GT(measured_growth, 1.3);
     EXPECT_NEAR(model_growth / measured_growth, 1.0, 0.4) << n;
   }
+}
+
+// The node's processes share their pageable staging: refitted to the same copies by 1, 2 and 4 processes at once
+// (both directions, 32 Mi and 256 Mi elements, the 16 cores split), the least squares of the log error over
+// HostSpec::staging_processes gives kMeasuredStagingProcesses; with every process at its own rate the uploads miss
+// by about twice as much.
+TEST(HostHooks, PageableStagingSharesTheNode) {
+  const auto t = CsvTable::load(std::string(SHARDSIM_SOURCE_DIR) +
+                                "/validate/results/NVIDIA-H100-80GB-HBM3-2026-11-27-host-staging.csv");
+  core::HostSpec host;  // the H100 host as the h100-deepspeed sets describe it
+  host.memory_bandwidth = core::BytesPerSec(269.9e9);
+  host.cores = 16;
+  const std::size_t dir = *t.column("direction"), procs = *t.column("procs"), threads = *t.column("threads");
+  auto squares = [&](double staging_processes, const std::string& direction) {
+    core::HostSpec h = host;
+    h.staging_processes = staging_processes;
+    double sum = 0.0;
+    int rows = 0;
+    for (std::size_t r = 0; r < t.rows(); ++r) {
+      const int p = static_cast<int>(t.number(r, procs));
+      if (t.number(r, threads) * p != 16.0 || (!direction.empty() && t.cell(r, dir) != direction)) continue;
+      const double n = t.number(r, *t.column("elements"));
+      const double measured = t.number(r, *t.column("ms_median_slowest")) * 1e-3;
+      const double model = t.cell(r, dir) == "h2d" ? strategies::pageable_upload_s(h, p, n, 2.0, n)
+                                                    : strategies::pageable_download_s(h, p, n, 2.0, n);
+      sum += std::pow(std::log(model / measured), 2.0);
+      ++rows;
+    }
+    EXPECT_EQ(rows, direction.empty() ? 12 : 6);
+    return sum;
+  };
+  double best = 1.0;
+  for (double k = 1.0; k <= 4.0; k += 0.01) {
+    if (squares(k, "") < squares(best, "")) best = k;
+  }
+  EXPECT_NEAR(best / core::kMeasuredStagingProcesses, 1.0, 0.01);
+  EXPECT_NEAR(core::HostSpec().staging_processes, core::kMeasuredStagingProcesses, 1e-12);
+  const double shared = std::sqrt(squares(best, "h2d") / 6.0);
+  const double unshared = std::sqrt(squares(1024.0, "h2d") / 6.0);
+  EXPECT_LT(shared, 0.10);
+  EXPECT_GT(unshared, 1.6 * shared);
 }
 
 // DeepSpeed's per-rank gradient layout costs the median per rank and tensor of the loop measurements (8-1,024
