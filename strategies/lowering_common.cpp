@@ -332,6 +332,10 @@ void lower_optimizer_step(graph::TaskGraph& g, const StepLowering& step) {
   }
 }
 
+bool quantizes_gradients(const core::ClusterSpec& cluster, const core::PlanSpec& plan) {
+  return plan.quantization.gradients && plan.dp * plan.tp > cluster.devices_per_node;
+}
+
 std::vector<int> qgz_hop_sizes(const core::ClusterSpec& cluster, const core::QuantizationSpec& quant, int ranks, int tp) {
   const graph::GroupShape shape = topology::strided_group_shape(cluster, ranks, tp);
   std::vector<int> sizes;

@@ -298,6 +298,10 @@ double pageable_upload_s(const core::HostSpec& host, int devices_per_node, doubl
 double pageable_download_s(const core::HostSpec& host, int devices_per_node, double elements, double from_bytes,
                            double fresh_elements);
 void lower_optimizer_step(graph::TaskGraph& g, const StepLowering& step);
+/** @brief Whether qgZ quantises the gradients: DeepSpeed does only where its world spans nodes (stage3.py
+ *  __avg_scatter_grads: num_nodes > 1, the world over the GPUs of a node); on one node qgZ's buckets go through
+ *  reduce_scatter_coalesced unquantised. */
+bool quantizes_gradients(const core::ClusterSpec& cluster, const core::PlanSpec& plan);
 /** @brief The group size of each of qgZ's all-to-all hops over a gradient group of `ranks` data-parallel ranks
  *  (stride `tp`): the members inside each level `quant.gradient_hops` lists, one hop per level boundary, the
  *  rest in a last hop; their product is `ranks`. */

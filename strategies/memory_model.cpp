@@ -140,7 +140,7 @@ MemoryBreakdown rank_memory(const core::ModelSpec& model, const core::ClusterSpe
     buffers = sh.params < sh.optimizer ? std::max(ipg, plan.allgather_bucket.value()) : ipg;
     buf_note = fsdp ? (plan.overlaps_comm() ? "2 units' gradients (overlap)" : "1 unit's gradients")
                     : (ipg > bucket ? "2 reduce buckets (overlap)" : "1 reduce bucket");
-    if (plan.quantization.gradients) {
+    if (quantizes_gradients(cluster, plan)) {
       // qgZ keeps the INT4 copy of a bucket and its received pieces beside the fp16 bucket.
       buffers += (plan.overlaps_comm() ? 2.0 : 1.0) * plan.reduce_bucket.value() * 0.25 * 2.0;
       buf_note += " + qgZ INT4 buffers";

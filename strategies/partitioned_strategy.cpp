@@ -136,9 +136,7 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
     std::uint16_t group;
     int size;
   };
-  // DeepSpeed quantises gradients only where its world spans nodes (stage3.py __avg_scatter_grads: num_nodes > 1,
-  // the world over the GPUs of a node); on one node qgZ's buckets go through reduce_scatter_coalesced.
-  const bool qgz = quant.gradients && n * tp > cluster.devices_per_node;
+  const bool qgz = quantizes_gradients(cluster, plan);
   std::vector<Hop> hops;
   if (qgz) {
     int covered = 1;

@@ -87,7 +87,7 @@ std::vector<CodecErrorRow> codec_error_rows(const scenario::Scenario& s, const s
     streams.push_back({"qwZ", {CodecChoice::Kind::kInt8Block, 0.0, block}, 2.0 / (1.0 + 4.0 / p.quantization.block),
                        SampleKind::kWeight, {}, 0});
   }
-  if (p.quantization.gradients) {
+  if (strategies::quantizes_gradients(s.cluster, p)) {
     const int ranks = std::max(p.shards().grads, 1);
     Reduction hops{Reduction::Kind::kHops, ranks,
                    strategies::qgz_hop_sizes(s.cluster, p.quantization, ranks, std::max(p.tp, 1))};

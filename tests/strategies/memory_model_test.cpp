@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "sim/core/model_spec.hpp"
+#include "strategies/lowering_common.hpp"
 #include "strategies/model_costs.hpp"
 #include "tests/test_clusters.hpp"
 
@@ -104,6 +105,33 @@ TEST(MemoryModel, BreakdownSumsToTotalAndVerdictFollowsCapacity) {
   p.recompute = core::Recompute::kFull;
   mb = estimate_memory(m, c, p, compute_model_costs(m, p));
   EXPECT_TRUE(mb.fits) << mb.total.value() / core::kGiB;
+}
+
+// qgZ's INT4 buffers exist only where DeepSpeed quantises the gradients, a world that spans nodes
+// (quantizes_gradients, which the lowering follows too): on one node of 4 the buckets are plain.
+TEST(MemoryModel, QgzBuffersOnlyWhereTheWorldSpansNodes) {
+  const core::ModelSpec m = *core::find_model_preset("llama2-7b");
+  core::PlanSpec p;
+  p.zero_stage = 3;
+  p.recompute = core::Recompute::kFull;
+  p.reduce_bucket = core::Bytes(1e9);
+  p.quantization.gradients = true;
+  auto buffers = [&](int nodes) {
+    const core::ClusterSpec c = testing::two_level(nodes);
+    p.dp = nodes * c.devices_per_node;
+    p.global_batch = p.dp;
+    EXPECT_EQ(quantizes_gradients(c, p), nodes > 1);
+    for (const auto& it : estimate_memory(m, c, p, compute_model_costs(m, p)).items) {
+      if (it.name == "communication buffers") return std::pair{it.bytes.value(), it.note};
+    }
+    return std::pair{-1.0, std::string()};
+  };
+  const auto one = buffers(1);
+  const auto two = buffers(2);
+  EXPECT_EQ(one.first, 2e9) << one.second;
+  EXPECT_EQ(one.second.find("qgZ"), std::string::npos) << one.second;
+  EXPECT_EQ(two.first, 2e9 + 2.0 * 1e9 * 0.25 * 2.0) << two.second;
+  EXPECT_NE(two.second.find("qgZ INT4 buffers"), std::string::npos) << two.second;
 }
 
 // DeepSpeed's ZeRO keeps its reduce buckets on one rank too: ZeRO-2 two of reduce_bucket (overlap on), ZeRO-3 its one
