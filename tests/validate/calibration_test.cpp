@@ -404,6 +404,19 @@ TEST(HostHooks, FreshTemporariesFaultAboveTheMmapThreshold) {
   EXPECT_LT(d2h_fault_s / core::kFittedPageFaultS, 1.5);
 }
 
+// The H100 host's ZeRO-3 Offload copies by 1, 2 and 4 processes at once, and that host as the h100-deepspeed sets
+// describe it.
+CsvTable host_staging_copies() {
+  return CsvTable::load(std::string(SHARDSIM_SOURCE_DIR) +
+                        "/validate/results/NVIDIA-H100-80GB-HBM3-2026-11-27-host-staging.csv");
+}
+core::HostSpec h100_host() {
+  core::HostSpec host;
+  host.memory_bandwidth = core::BytesPerSec(269.9e9);
+  host.cores = 16;
+  return host;
+}
+
 // ZeRO-3 Offload's parameter upload (fp32 host -> bf16 device through a fresh pageable temporary) by 1 and 4
 // processes of the H100 host at once (validate/results/NVIDIA-H100-80GB-HBM3-2026-11-27-host-staging.csv, the cores
 // split between the processes): with the temporary's page faults spread over the process's threads (its share of
@@ -412,11 +425,8 @@ TEST(HostHooks, FreshTemporariesFaultAboveTheMmapThreshold) {
 // the faults it misses by 28-61%, and it grows from one process to four (1.85x) within 40% of the copies' growth
 // (1.7-1.8x; 1.3x with every process staging at its own rate).
 TEST(HostHooks, UploadFaultsShareTheHostsCores) {
-  const auto t = CsvTable::load(std::string(SHARDSIM_SOURCE_DIR) +
-                                "/validate/results/NVIDIA-H100-80GB-HBM3-2026-11-27-host-staging.csv");
-  core::HostSpec host;  // the H100 host as the h100-deepspeed sets describe it
-  host.memory_bandwidth = core::BytesPerSec(269.9e9);
-  host.cores = 16;
+  const auto t = host_staging_copies();
+  const core::HostSpec host = h100_host();
   core::HostSpec no_faults = host;
   no_faults.page_fault = core::Seconds(0.0);
   const std::size_t dir = *t.column("direction"), procs = *t.column("procs"), threads = *t.column("threads");
@@ -449,11 +459,8 @@ TEST(HostHooks, UploadFaultsShareTheHostsCores) {
 // HostSpec::staging_processes gives kMeasuredStagingProcesses; with every process at its own rate the uploads miss
 // by about twice as much.
 TEST(HostHooks, PageableStagingSharesTheNode) {
-  const auto t = CsvTable::load(std::string(SHARDSIM_SOURCE_DIR) +
-                                "/validate/results/NVIDIA-H100-80GB-HBM3-2026-11-27-host-staging.csv");
-  core::HostSpec host;  // the H100 host as the h100-deepspeed sets describe it
-  host.memory_bandwidth = core::BytesPerSec(269.9e9);
-  host.cores = 16;
+  const auto t = host_staging_copies();
+  const core::HostSpec host = h100_host();
   const std::size_t dir = *t.column("direction"), procs = *t.column("procs"), threads = *t.column("threads");
   auto squares = [&](double staging_processes, const std::string& direction) {
     core::HostSpec h = host;
