@@ -348,7 +348,7 @@ std::string format_parameter_value(double value, const std::string& unit, int di
   if (unit == "B/s") return fmt::format("{:.{}g}GB/s", value / 1e9, digits);
   if (unit == "s") return fmt::format("{:.{}g}us", value * 1e6, digits);
   if (unit == "B") return fmt::format("{:.{}g}GiB", value / core::kGiB, digits);
-  SHARDSIM_ASSERT(unit.empty() || unit == "x" || unit == "tiles", "a model parameter in an unknown unit: " + unit);
+  SHARDSIM_ASSERT(unit.empty() || unit == "x" || unit == "tiles" || unit == "processes", "a model parameter in an unknown unit: " + unit);
   return fmt::format("{:.{}g}", value, digits);
 }
 

@@ -16,7 +16,7 @@ namespace shardsim::validate {
 
 struct ModelParameter {
   std::string name;    ///< "device.gemm_efficiency", "network.<level>.latency", ...
-  std::string unit;    ///< "" for fractions, "x" for factors, "s", "B/s" or "B" (values are in these base units)
+  std::string unit;    ///< "" for fractions, "x" for factors, "tiles" or "processes" for counts, "s", "B/s" or "B" (base units)
   std::string source;  ///< citation or "[guess]", from the spec the value came from
   double lower = 0.0;  ///< plausible range, absolute for this scenario's machine, always holding the current value
   double upper = 0.0;

@@ -179,6 +179,10 @@ TEST(ModelParameters, UnitsAndSpellingsForAnyMachine) {
   EXPECT_EQ(format_parameter_value(12.5e9, "B/s"), "12.5GB/s");
   EXPECT_EQ(format_parameter_value(3e-6, "s"), "3us");
   EXPECT_EQ(format_parameter_value(core::kGiB, "B"), "1GiB");
+  EXPECT_EQ(format_parameter_value(1.62, "processes"), "1.62");
+  // Every parameter of a machine prints in its unit (what `shardsim calibrate --parameters` lists).
+  const auto s = dgx();
+  for (const auto& p : model_parameters(s)) EXPECT_FALSE(format_parameter_value(p.get(s), p.unit).empty()) << p.name;
 }
 
 // ---------------------------------------------------------------- the calibration file's parameters: section
