@@ -92,6 +92,34 @@ std::vector<scenario::Scenario> load_with_deepspeed(const po::variables_map& vm)
   return scenario::load_scenarios_with_deepspeed(path, ds);
 }
 
+// The one variant of a sweep that `wanted` names: its 1-based number as `run` lists the sweep, its label, or a part
+// of exactly one label; a usage error listing the variants otherwise.
+scenario::Scenario select_variant(const std::vector<scenario::Scenario>& variants, const std::string& wanted) {
+  if (variants.size() < 2 && (variants.empty() || variants[0].variant.empty())) {
+    throw UsageError("--variant: the scenario has no sweep: section");
+  }
+  auto listing = [&] {
+    std::string o;
+    for (std::size_t i = 0; i < variants.size(); ++i) o += fmt::format("\n  {}  {}", i + 1, variants[i].variant);
+    return o;
+  };
+  for (const auto& v : variants) {
+    if (v.variant == wanted) return v;
+  }
+  if (!wanted.empty() && std::all_of(wanted.begin(), wanted.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    const auto n = wanted.size() > 9 ? 0ULL : std::stoull(wanted);
+    if (n >= 1 && n <= variants.size()) return variants[n - 1];
+    throw UsageError(fmt::format("--variant {}: the sweep has variants 1 to {}:{}", wanted, variants.size(), listing()));
+  }
+  std::vector<std::size_t> hits;
+  for (std::size_t i = 0; i < variants.size(); ++i) {
+    if (!wanted.empty() && variants[i].variant.find(wanted) != std::string::npos) hits.push_back(i);
+  }
+  if (hits.size() == 1) return variants[hits[0]];
+  throw UsageError(fmt::format("--variant '{}': {} of the sweep's variants; give its number or more of its label:{}",
+                               wanted, hits.empty() ? "names none" : fmt::format("names {}", hits.size()), listing()));
+}
+
 int cmd_run(const std::vector<std::string>& args) {
   po::options_description opts("shardsim run SCENARIO.yaml [options]\n\nEvaluates one scenario (or every variant of its "
                                "sweep) and prints a report.\n\noptions");
@@ -106,6 +134,9 @@ int cmd_run(const std::vector<std::string>& args) {
       "memory-csv", po::value<std::string>(), "write memory over time per rank role as CSV (a scenario without sweep)")(
       "host-link-csv", po::value<std::string>(),
       "write every host <-> device copy (direction, phase, start, end, bytes) as CSV (a scenario without sweep)")(
+      "variant", po::value<std::string>(),
+      "evaluate only this variant of the sweep: its number (1 = the first the sweep prints) or its label, whole or "
+      "a part that names one (then --trace and the CSVs take it)")(
       "compression-sample", po::value<std::string>(),
       "also measure the plan's compression error on this tensor (.npy of float16/32/64 values)");
   const auto parsed = parse_command(args, opts, "scenario");
@@ -123,8 +154,10 @@ int cmd_run(const std::vector<std::string>& args) {
     const auto cal = validate::load_calibration(path);
     for (auto& s : scenarios) validate::apply_to_scenario(cal, s);
   }
+  if (vm.count("variant")) scenarios = {select_variant(scenarios, vm["variant"].as<std::string>())};
   if ((vm.count("trace") || vm.count("memory-csv") || vm.count("host-link-csv")) && scenarios.size() != 1) {
-    throw UsageError("--trace, --memory-csv and --host-link-csv take a scenario without a sweep: section");
+    throw UsageError("--trace, --memory-csv and --host-link-csv take a scenario without a sweep: section, or one of "
+                     "its variants (--variant)");
   }
   if (engine_given && engine_kind == engine::EngineKind::kSimGrid) {
     for (const auto& s : scenarios) {

@@ -135,6 +135,36 @@ TEST(Cli, TraceAndMemoryCsvDescribeTheIteration) {
   fs::remove_all(d);
 }
 
+// One variant of a sweep, by its number or (part of) its label, is a scenario of its own: its report, and the
+// trace and CSVs a sweep cannot give; a number out of range, a part naming several or none, or a scenario without a
+// sweep is bad input (exit 2) that lists what there is.
+TEST(Cli, RunOneVariantOfASweep) {
+  const fs::path d = temp_dir();
+  const std::string sweep = "run scenarios/lassen_neox20b_compression.yaml";
+  const Outcome by_label = run(sweep + " --variant naive --trace '" + (d / "t.json").string() + "'");
+  ASSERT_EQ(by_label.code, 0) << by_label.out;
+  EXPECT_EQ(by_label.out.rfind("scenario  lassen-neox20b-compression  [naive (ZFP everywhere)]", 0), 0U) << by_label.out;
+  EXPECT_TRUE(fs::exists(d / "t.json"));
+  const Outcome by_number = run(sweep + " --variant 2");
+  ASSERT_EQ(by_number.code, 0) << by_number.out;
+  EXPECT_EQ(by_number.out, by_label.out);
+  const Outcome whole = run(sweep + " --variant 'hybrid (ZFP on DP, MPC on TP/PP)'");
+  ASSERT_EQ(whole.code, 0) << whole.out;
+  EXPECT_NE(whole.out.find("[hybrid (ZFP on DP, MPC on TP/PP)]"), std::string::npos) << whole.out;
+  const Outcome out_of_range = run(sweep + " --variant 4");
+  EXPECT_EQ(out_of_range.code, 2);
+  EXPECT_NE(out_of_range.out.find("the sweep has variants 1 to 3"), std::string::npos) << out_of_range.out;
+  EXPECT_NE(out_of_range.out.find("  3  hybrid (ZFP on DP, MPC on TP/PP)"), std::string::npos) << out_of_range.out;
+  const Outcome several = run(sweep + " --variant ZFP");
+  EXPECT_EQ(several.code, 2);
+  EXPECT_NE(several.out.find("names 2 of the sweep's variants"), std::string::npos) << several.out;
+  EXPECT_EQ(run(sweep + " --variant nothing-like-it").code, 2);
+  const Outcome no_sweep = run("run scenarios/frontier_gpt20b_zero3.yaml --variant 1");
+  EXPECT_EQ(no_sweep.code, 2);
+  EXPECT_NE(no_sweep.out.find("the scenario has no sweep"), std::string::npos) << no_sweep.out;
+  fs::remove_all(d);
+}
+
 // The host link over the iteration (ZeRO-3 with the optimizer offloaded): every copy with its direction and the
 // phase it serves (gradients to the host in backward, the parameters' upload in the step), and a trace counter of
 // the rate per direction.
