@@ -109,7 +109,8 @@ scenario::Scenario select_variant(const std::vector<scenario::Scenario>& variant
   if (!wanted.empty() && std::all_of(wanted.begin(), wanted.end(), [](char c) { return c >= '0' && c <= '9'; })) {
     const auto n = wanted.size() > 9 ? 0ULL : std::stoull(wanted);
     if (n >= 1 && n <= variants.size()) return variants[n - 1];
-    throw UsageError(fmt::format("--variant {}: the sweep has variants 1 to {}:{}", wanted, variants.size(), listing()));
+    throw UsageError(
+        fmt::format("--variant {}: the sweep has variants 1 to {}:{}", wanted, variants.size(), listing()));
   }
   std::vector<std::size_t> hits;
   for (std::size_t i = 0; i < variants.size(); ++i) {

@@ -521,7 +521,8 @@ std::string cluster_to_yaml(const core::ClusterSpec& c) {
                    c.host.rank_slice.value() * 1e6, c.host.gather_split.value() * 1e6, c.host.pageable_d2h.value() / 1e9,
                    c.host.pageable_h2d.value() / 1e9,
                    c.host.page_fault.value() * 1e6, c.host.memory_efficiency, c.host.cores, c.host.fault_threads,
-                   c.host.staging_processes, c.host.has_nvme() ? fmt::format(", nvme_read: {}GB/s, nvme_write: {}GB/s, nvme_capacity: {}",
+                   c.host.staging_processes,
+                   c.host.has_nvme() ? fmt::format(", nvme_read: {}GB/s, nvme_write: {}GB/s, nvme_capacity: {}",
                                                    c.host.nvme_read.value() / 1e9, c.host.nvme_write.value() / 1e9,
                                                    yaml_bytes(c.host.nvme_capacity.value()))
                                      : std::string());
