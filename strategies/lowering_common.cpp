@@ -158,6 +158,15 @@ void apply_compression(graph::TaskGraph& g, const core::PlanSpec& plan) {
   set(graph::Purpose::kPipeline, c.pipeline);
 }
 
+namespace {
+
+// The host's staging of `bytes` of pageable memory at its one-process `rate` when the node's devices stage at once.
+double staging_s(const core::HostSpec& host, int devices_per_node, double bytes, core::BytesPerSec rate) {
+  return rate.value() > 0.0 ? bytes / rate.value() * host.staging_slowdown(devices_per_node) : 0.0;
+}
+
+}  // namespace
+
 double pageable_upload_s(const core::HostSpec& host, int devices_per_node, double elements, double to_bytes,
                          double fresh_elements) {
   const double share = host.memory_share(devices_per_node);
@@ -165,10 +174,7 @@ double pageable_upload_s(const core::HostSpec& host, int devices_per_node, doubl
   // The conversion's threads write the temporary first: its fresh pages fault on the threads that can fault at once.
   const double faults = fresh_elements * to_bytes / core::kHostPageBytes * host.page_fault.value() /
                         host.faulting_threads(devices_per_node);
-  return convert + faults +
-         (host.pageable_h2d.value() > 0.0
-              ? elements * to_bytes / host.pageable_h2d.value() * host.staging_slowdown(devices_per_node)
-              : 0.0);
+  return convert + faults + staging_s(host, devices_per_node, elements * to_bytes, host.pageable_h2d);
 }
 
 double pageable_download_s(const core::HostSpec& host, int devices_per_node, double elements, double from_bytes,
@@ -176,10 +182,7 @@ double pageable_download_s(const core::HostSpec& host, int devices_per_node, dou
   const double share = host.memory_share(devices_per_node);
   const double convert = share > 0.0 ? elements * (from_bytes + 4.0) / share : 0.0;
   const double faults = fresh_elements * from_bytes / core::kHostPageBytes * host.page_fault.value();
-  return convert + faults +
-         (host.pageable_d2h.value() > 0.0
-              ? elements * from_bytes / host.pageable_d2h.value() * host.staging_slowdown(devices_per_node)
-              : 0.0);
+  return convert + faults + staging_s(host, devices_per_node, elements * from_bytes, host.pageable_d2h);
 }
 
 NvmeRates nvme_share(const core::ClusterSpec& cluster) {

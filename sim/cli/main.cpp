@@ -95,7 +95,7 @@ std::vector<scenario::Scenario> load_with_deepspeed(const po::variables_map& vm)
 // The one variant of a sweep that `wanted` names: its 1-based number as `run` lists the sweep, its label, or a part
 // of exactly one label; a usage error listing the variants otherwise.
 scenario::Scenario select_variant(const std::vector<scenario::Scenario>& variants, const std::string& wanted) {
-  if (variants.size() < 2 && (variants.empty() || variants[0].variant.empty())) {
+  if (variants.empty() || variants.front().variant.empty()) {
     throw UsageError("--variant: the scenario has no sweep: section");
   }
   auto listing = [&] {

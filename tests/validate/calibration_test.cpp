@@ -480,9 +480,13 @@ TEST(HostHooks, PageableStagingSharesTheNode) {
     EXPECT_EQ(rows, direction.empty() ? 12 : 6);
     return sum;
   };
-  double best = 1.0;
+  double best = 1.0, best_squares = squares(best, "");
   for (double k = 1.0; k <= 4.0; k += 0.01) {
-    if (squares(k, "") < squares(best, "")) best = k;
+    const double s = squares(k, "");
+    if (s < best_squares) {
+      best = k;
+      best_squares = s;
+    }
   }
   EXPECT_NEAR(best / core::kMeasuredStagingProcesses, 1.0, 0.01);
   EXPECT_NEAR(core::HostSpec().staging_processes, core::kMeasuredStagingProcesses, 1e-12);
