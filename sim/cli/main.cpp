@@ -19,6 +19,7 @@
 #include "sim/core/errors.hpp"
 #include "sim/core/model_spec.hpp"
 #include "sim/engine/simgrid_engine.hpp"
+#include "sim/report/collective_report.hpp"
 #include "sim/report/network_report.hpp"
 #include "sim/report/report.hpp"
 #include "sim/report/trace.hpp"
@@ -139,7 +140,10 @@ int cmd_run(const std::vector<std::string>& args) {
       "evaluate only this variant of the sweep: its number (1 = the first the sweep prints) or its label, whole or "
       "a part that names one (then --trace and the CSVs take it)")(
       "compression-sample", po::value<std::string>(),
-      "also measure the plan's compression error on this tensor (.npy of float16/32/64 values)");
+      "also measure the plan's compression error on this tensor (.npy of float16/32/64 values)")(
+      "collectives",
+      "also list the iteration's collectives call by call: how many calls of each kind, their sizes, the library's "
+      "algorithm and protocol, the price per call and its latency share (in the report and in --json)");
   const auto parsed = parse_command(args, opts, "scenario");
   if (!parsed) return kOk;
   const auto& vm = *parsed;
@@ -214,6 +218,7 @@ int cmd_run(const std::vector<std::string>& args) {
     for (std::size_t i = 0; i < scenarios.size(); ++i) {
       j["results"].push_back(report::to_json(scenarios[i], evals[i]));
       j["results"].back()["validation"] = validate::describe_validation(scenarios[i], bands);
+      if (vm.count("collectives")) j["results"].back()["collectives"] = report::collectives_json(scenarios[i], evals[i]);
       if (!codec_rows[i].empty()) {
         j["results"].back()["compression_error"] =
             codec_errors_json(codec_rows[i], evals[i].run.iteration_time.value(), uncompressed_s[i]);
@@ -227,6 +232,7 @@ int cmd_run(const std::vector<std::string>& args) {
   outputs.commit();
   if (scenarios.size() == 1) {
     std::cout << report::render_table(scenarios[0], evals[0]);
+    if (vm.count("collectives")) std::cout << report::render_collectives(scenarios[0], evals[0]);
     std::cout << render_codec_errors(codec_rows[0], evals[0].run.iteration_time.value(), uncompressed_s[0]);
     std::cout << "\nvalidation  " << validate::describe_validation(scenarios[0], bands) << "\n";
     if (scenarios[0].engine == engine::EngineKind::kSimGrid) print_network(scenarios[0], evals[0]);

@@ -165,6 +165,44 @@ TEST(Cli, RunOneVariantOfASweep) {
   fs::remove_all(d);
 }
 
+// The iteration's collectives call by call (--collectives): in the report after "where the time goes" and in the
+// JSON, only when asked; the persistent parameters' one-by-one gathers after the step show as their own row.
+TEST(Cli, RunListsTheCollectivesCallByCall) {
+  const fs::path d = temp_dir();
+  const std::string scenario = "run scenarios/frontier_gpt20b_zero3.yaml";
+  const Outcome with = run(scenario + " --collectives --json '" + (d / "c.json").string() + "'");
+  ASSERT_EQ(with.code, 0) << with.out;
+  EXPECT_NE(with.out.find("collectives per iteration (rank role 'rank'): each call as the cluster's collective library"),
+            std::string::npos) << with.out;
+  EXPECT_NE(with.out.find("updated-param gather"), std::string::npos) << with.out;
+  const auto j = nlohmann::json::parse(read(d / "c.json"));
+  const auto& rows = j["results"][0]["collectives"];
+  ASSERT_TRUE(rows.is_array());
+  ASSERT_FALSE(rows.empty());
+  double latency = 0.0, priced = 0.0;
+  for (const auto& r : rows) {
+    if (r["op"] != "all-reduce") {
+      EXPECT_EQ(r["algorithm"], "ring") << r;  // RCCL's gathers and reduce-scatters: rings
+    }
+    latency += r["latency_s"].get<double>();
+    priced += r["priced_s"].get<double>();
+  }
+  EXPECT_GT(priced, latency);
+  // The README's excerpt of this output is the output.
+  const std::string readme = read(kSource / "README.md");
+  const std::string head = "$ shardsim run scenarios/frontier_gpt20b_zero3.yaml --collectives\n...\n";
+  const auto at = readme.find(head);
+  ASSERT_NE(at, std::string::npos);
+  const auto body = at + head.size();
+  const std::string excerpt = readme.substr(body, readme.find("```\n", body) - body);
+  EXPECT_NE(with.out.find(excerpt), std::string::npos) << "update the README's --collectives excerpt:\n" << with.out;
+  const Outcome without = run(scenario + " --json '" + (d / "p.json").string() + "'");
+  ASSERT_EQ(without.code, 0) << without.out;
+  EXPECT_EQ(without.out.find("collectives per iteration"), std::string::npos);
+  EXPECT_FALSE(nlohmann::json::parse(read(d / "p.json"))["results"][0].contains("collectives"));
+  fs::remove_all(d);
+}
+
 // The host link over the iteration (ZeRO-3 with the optimizer offloaded): every copy with its direction and the
 // phase it serves (gradients to the host in backward, the parameters' upload in the step), and a trace counter of
 // the rate per direction.
