@@ -95,12 +95,14 @@ std::string render_collectives(const scenario::Scenario& s, const scenario::Eval
                      roles[ri], s.cluster.library.family == core::CollectiveLibrarySpec::Family::kAlphaBeta
                                     ? "the network levels' alpha-beta model"
                                     : "the cluster's collective library");
-    o += fmt::format("  {:<22} {:<15} {:<6} {:>6} {:>5} {:>6}  {:<23} {:<12} {:>10} {:>8} {:>11}\n", "purpose", "op",
-                     "group", "ranks", "nodes", "calls", "bytes per call", "runs as", "per call", "latency", "busy");
+    std::size_t gw = 5;  // the group column as wide as its longest name
+    for (const auto& r : rows) gw = std::max(gw, r.group.size());
+    o += fmt::format("  {:<22} {:<15} {:<{}} {:>6} {:>5} {:>6}  {:<23} {:<12} {:>10} {:>8} {:>11}\n", "purpose", "op",
+                     "group", gw, "ranks", "nodes", "calls", "bytes per call", "runs as", "per call", "latency", "busy");
     for (const auto& r : rows) {
       const double per_call = r.priced_s / static_cast<double>(r.calls);
-      o += fmt::format("  {:<22} {:<15} {:<6} {:>6} {:>5} {:>6}  {:<23} {:<12} {:>10} {:>7.1f}% {:>11}\n",
-                       graph::purpose_name(r.purpose), graph::collective_name(r.op), r.group, r.ranks, r.nodes, r.calls,
+      o += fmt::format("  {:<22} {:<15} {:<{}} {:>6} {:>5} {:>6}  {:<23} {:<12} {:>10} {:>7.1f}% {:>11}\n",
+                       graph::purpose_name(r.purpose), graph::collective_name(r.op), r.group, gw, r.ranks, r.nodes, r.calls,
                        bytes_range(r), choice(r), sec(per_call), r.priced_s > 0 ? 100.0 * r.latency_s / r.priced_s : 0.0,
                        sec(r.busy_s));
     }
