@@ -266,7 +266,12 @@ int cmd_run(const std::vector<std::string>& args) {
       std::cout << report::render_network_sweep(scenarios, evals, analytical);
     }
     if (vm.count("details")) {
-      for (std::size_t i = 0; i < scenarios.size(); ++i) std::cout << "\n" << report::render_table(scenarios[i], evals[i]);
+      for (std::size_t i = 0; i < scenarios.size(); ++i) {
+        std::cout << "\n" << report::render_table(scenarios[i], evals[i]);
+        if (vm.count("collectives")) std::cout << report::render_collectives(scenarios[i], evals[i]);
+      }
+    } else if (vm.count("collectives")) {
+      std::cout << "\n--collectives: each variant's table with --details, or one variant with --variant (and in --json)\n";
     }
   }
   return kOk;
