@@ -290,10 +290,12 @@ void AnalyticalEngine::finish_run(const TaskGraph& g, const EngineOptions& optio
     out.roles.clear();
     out.memory.clear();
     out.timings.clear();
+    out.exposed.clear();
     return;
   }
   const std::size_t roles = std::max<std::size_t>(1, g.roles().size());
   index_roles(g, roles);
+  exposed_.assign(g.tasks().size(), 0.0);
   out.iteration_time = core::Seconds(finish);
   out.roles.resize(roles);
   out.memory.resize(options.memory_timeline ? roles : 0);
@@ -309,8 +311,10 @@ void AnalyticalEngine::finish_run(const TaskGraph& g, const EngineOptions& optio
   }
   if (options.keep_timings) {
     out.timings.assign(timing_.begin(), timing_.end());
+    out.exposed.assign(exposed_.begin(), exposed_.end());
   } else {
     out.timings.clear();
+    out.exposed.clear();
   }
 }
 
@@ -383,6 +387,7 @@ void AnalyticalEngine::analyse_role(const TaskGraph& g, std::uint16_t role, Role
       overlap += std::max(0.0, std::min(c.end_s, e) - std::max(c.start_s, a));
     }
     const double exposed = (e - a) - overlap;
+    exposed_[id] = exposed;
     (host ? exposed_host : exposed_total) += exposed;
     (host ? b.exposed_host_by_purpose : b.exposed_by_purpose)[static_cast<std::size_t>(tasks[id].purpose)] +=
         core::Seconds(exposed);

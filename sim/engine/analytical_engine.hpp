@@ -79,6 +79,7 @@ class AnalyticalEngine : public Engine {
   const core::ClusterSpec* cluster_;
   core::CollectiveAlgorithm algorithm_;
   std::vector<TaskTiming> timing_;
+  std::vector<double> exposed_;  ///< per task: its exposed time (analyse_role)
   std::vector<double> stream_free_;
   std::vector<std::array<double, graph::kMaxLevels>> level_bytes_;
   std::vector<std::int8_t> bottleneck_;  ///< per task: the level that paced a collective, -1 otherwise

@@ -79,6 +79,10 @@ struct RunResult {
   core::Seconds iteration_time;
   std::vector<RoleBreakdown> roles;
   std::vector<TaskTiming> timings;               ///< per task, index = TaskId
+  /// per task, with the timings: the part of its time that no compute of its role covered and that no
+  /// communication or host work started before it claimed (RoleBreakdown's exposed_by_purpose, task by task);
+  /// 0 for compute
+  std::vector<double> exposed;
   std::vector<std::vector<MemorySample>> memory;  ///< per role, when tracked
   NetworkReport network;                         ///< SimGrid engine only
 };

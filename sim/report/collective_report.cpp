@@ -75,6 +75,7 @@ std::vector<CollectiveRow> collective_rows(const scenario::Scenario& s, const sc
     it->latency_s += std::min(e.latency_s, e.time.value());
     it->paced_s += e.paced_s;
     if (i < ev.run.timings.size()) it->busy_s += ev.run.timings[i].end_s - ev.run.timings[i].start_s;
+    if (i < ev.run.exposed.size()) it->exposed_s += ev.run.exposed[i];
   }
   // The busiest first; ties in a fixed order (purpose, operation, group) so the output is deterministic.
   std::stable_sort(rows.begin(), rows.end(), [](const CollectiveRow& a, const CollectiveRow& b) {
@@ -97,19 +98,21 @@ std::string render_collectives(const scenario::Scenario& s, const scenario::Eval
                                     : "the cluster's collective library");
     std::size_t gw = 5;  // the group column as wide as its longest name
     for (const auto& r : rows) gw = std::max(gw, r.group.size());
-    o += fmt::format("  {:<22} {:<15} {:<{}} {:>6} {:>5} {:>6}  {:<23} {:<12} {:>10} {:>8} {:>11}\n", "purpose", "op",
-                     "group", gw, "ranks", "nodes", "calls", "bytes per call", "runs as", "per call", "latency", "busy");
+    o += fmt::format("  {:<22} {:<15} {:<{}} {:>6} {:>5} {:>6}  {:<23} {:<12} {:>10} {:>8} {:>11} {:>11}\n", "purpose",
+                     "op", "group", gw, "ranks", "nodes", "calls", "bytes per call", "runs as", "per call", "latency", "busy",
+                     "exposed");
     for (const auto& r : rows) {
       const double per_call = r.priced_s / static_cast<double>(r.calls);
-      o += fmt::format("  {:<22} {:<15} {:<{}} {:>6} {:>5} {:>6}  {:<23} {:<12} {:>10} {:>7.1f}% {:>11}\n",
+      o += fmt::format("  {:<22} {:<15} {:<{}} {:>6} {:>5} {:>6}  {:<23} {:<12} {:>10} {:>7.1f}% {:>11} {:>11}\n",
                        graph::purpose_name(r.purpose), graph::collective_name(r.op), r.group, gw, r.ranks, r.nodes, r.calls,
                        bytes_range(r), choice(r), sec(per_call), r.priced_s > 0 ? 100.0 * r.latency_s / r.priced_s : 0.0,
-                       sec(r.busy_s));
+                       sec(r.busy_s), sec(r.exposed_s));
     }
   }
   if (!o.empty()) {
     o += "  per call: the mean of the calls' prices; latency: the share of that price that does not shrink with bytes\n"
-         "  (the library's steps, a paced ring's floor); busy: the calls' time in this run, hidden or not\n";
+         "  (the library's steps, a paced ring's floor); busy: the calls' time in this run, hidden or not; exposed: the\n"
+         "  part of it no compute hid (their share of \"exposed communication\" above)\n";
   }
   return o;
 }
@@ -136,6 +139,7 @@ nlohmann::ordered_json collectives_json(const scenario::Scenario& s, const scena
       j["latency_s"] = r.latency_s;
       j["paced_s"] = r.paced_s;
       j["busy_s"] = r.busy_s;
+      j["exposed_s"] = r.exposed_s;
       out.push_back(std::move(j));
     }
   }

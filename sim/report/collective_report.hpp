@@ -38,6 +38,9 @@ struct CollectiveRow {
   double latency_s = 0.0;  ///< the part of priced_s that does not scale with bytes
   double paced_s = 0.0;    ///< the part of priced_s set by a paced ring's floor (0: not paced)
   double busy_s = 0.0;     ///< the calls' time in the engine's run (the SimGrid engine's includes shared links)
+  /// of busy_s, what no compute of the role hid and no earlier communication or host work had claimed: the calls'
+  /// part of "where the time goes"'s exposed communication
+  double exposed_s = 0.0;
 };
 
 /** @brief The collectives of rank role `role` in `ev`, the most busy first. */

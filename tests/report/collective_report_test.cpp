@@ -55,12 +55,32 @@ TEST(CollectiveReport, ZeroThreeCallByCall) {
     if (r.purpose == graph::Purpose::kParamUpdateGather) persistent += r.calls;
   }
   EXPECT_EQ(persistent, 2U * 8U + 1U);
-  // Collectives are part of each purpose's communication (which also counts the gathers' copy kernels).
+  // Collectives are part of each purpose's communication and of its exposed time (which also count the gathers'
+  // copy kernels); what is exposed is part of what is busy.
   const auto& role = ev.run.roles[0];
-  for (auto p : {graph::Purpose::kParamGatherFwd, graph::Purpose::kParamGatherBwd, graph::Purpose::kGradReduce}) {
+  double exposed = 0.0;
+  for (const auto& r : rows) {
+    EXPECT_GE(r.exposed_s, 0.0);
+    EXPECT_LE(r.exposed_s, r.busy_s * (1 + 1e-12));
+    exposed += r.exposed_s;
+  }
+  EXPECT_GT(exposed, 0.0);
+  EXPECT_LE(exposed, role.exposed_comm.value() * (1 + 1e-12));
+  for (auto p : {graph::Purpose::kParamGatherFwd, graph::Purpose::kParamGatherBwd, graph::Purpose::kGradReduce,
+                 graph::Purpose::kParamUpdateGather}) {
+    const auto i = static_cast<std::size_t>(p);
     const double busy = purpose_busy(rows, p);
     EXPECT_GT(busy, 0.0) << graph::purpose_name(p);
-    EXPECT_LE(busy, role.comm_by_purpose[static_cast<std::size_t>(p)].value() * (1 + 1e-12)) << graph::purpose_name(p);
+    EXPECT_LE(busy, role.comm_by_purpose[i].value() * (1 + 1e-12)) << graph::purpose_name(p);
+    double e = 0.0;
+    for (const auto& r : rows) e += r.purpose == p ? r.exposed_s : 0.0;
+    EXPECT_LE(e, role.exposed_by_purpose[i].value() * (1 + 1e-12) + 1e-15) << graph::purpose_name(p);
+  }
+  // After the step nothing computes: the persistent gathers are exposed whole.
+  for (const auto& r : rows) {
+    if (r.purpose == graph::Purpose::kParamUpdateGather) {
+      EXPECT_NEAR(r.exposed_s, r.busy_s, 1e-9 * r.busy_s);
+    }
   }
   const std::string text = render_collectives(s, ev);
   EXPECT_NE(text.find("collectives per iteration (rank role 'rank')"), std::string::npos) << text;
