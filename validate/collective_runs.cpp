@@ -4,8 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <optional>
 #include <filesystem>
+#include <map>
+#include <optional>
 #include <sstream>
 
 #include "sim/engine/collective_cost.hpp"
@@ -25,18 +26,49 @@ bool is_number(const std::string& s) {
   return end == s.c_str() + s.size();
 }
 
-// nccl-tests' table: "# Rank" lines name the ranks; a data line is size count type [redop root] time algbw
-// busbw #wrong ... (older versions print no redop / root columns, or a redop and no root: the column header
-// says which).
-std::vector<CollectiveSample> parse_nccl_tests(const std::string& text, const std::string& path,
-                                               graph::CollectiveOp op, int ranks) {
-  std::vector<CollectiveSample> out;
+// The collective a nccl-tests / rccl-tests binary runs ("all_reduce_perf" -> all-reduce); nullopt for the tests
+// shardsim does not model (broadcast, reduce, gather, scatter, hypercube).
+std::optional<graph::CollectiveOp> op_of_test(const std::string& test) {
+  if (test == "all_reduce_perf") return graph::CollectiveOp::kAllReduce;
+  if (test == "all_gather_perf") return graph::CollectiveOp::kAllGather;
+  if (test == "reduce_scatter_perf") return graph::CollectiveOp::kReduceScatter;
+  if (test == "alltoall_perf") return graph::CollectiveOp::kAllToAll;
+  if (test == "sendrecv_perf") return graph::CollectiveOp::kSendRecv;
+  return std::nullopt;
+}
+
+// One test of the output: its "# Using devices" rank lines (each "Rank R [Group G] Pid P on HOST device D [BUS]
+// NAME") and what the ranks' hosts say about the placement.
+struct Section {
+  std::optional<graph::CollectiveOp> op;  ///< from "# Collective test starting: NAME_perf"; nullopt: not named
+  std::string test;                       ///< the test's name, where the file names it
+  bool modelled = true;                   ///< false: a test shardsim does not model (its rows are skipped)
+  int line = 0;                           ///< where the section starts
   int rank_lines = 0;
+  std::map<std::string, int> ranks_on_host;
+  std::string device;
+};
+
+// nccl-tests' table: "# Rank" lines name the ranks (and, on "on HOST", where each runs); a data line is size count
+// type [redop root] time algbw busbw #wrong ... (older versions print no redop / root columns, or a redop and no
+// root: the column header says which). A log of several tests, each after its "# Collective test starting:" line,
+// gives each test's rows its own collective and ranks.
+std::vector<CollectiveSample> parse_nccl_tests(const std::string& text, const std::string& path,
+                                               std::optional<graph::CollectiveOp> op, int ranks,
+                                               std::vector<std::string>* skipped) {
+  std::vector<CollectiveSample> out;
+  Section sec;
   // The header "#  size  count  type  redop  root  time ..." names the columns before the time; without one,
   // the type is followed by the time or by redop and root.
   std::optional<std::size_t> header_time_col;
   std::istringstream in(text);
   int line_no = 0;
+  std::vector<std::size_t> section_begin{0};  // index into out of each section's first sample
+  std::vector<Section> sections;
+  auto close_section = [&] {
+    sections.push_back(sec);
+    section_begin.push_back(out.size());
+  };
   for (std::string line; std::getline(in, line);) {
     ++line_no;
     std::istringstream words(line);
@@ -44,7 +76,32 @@ std::vector<CollectiveSample> parse_nccl_tests(const std::string& text, const st
     for (std::string x; words >> x;) w.push_back(x);
     if (w.empty()) continue;
     if (w[0] == "#") {
-      if (w.size() > 1 && w[1] == "Rank") ++rank_lines;
+      if (w.size() >= 5 && w[1] == "Collective" && w[2] == "test" && w[3] == "starting:") {
+        close_section();
+        sec = Section{};
+        sec.line = line_no;
+        sec.test = w[4];
+        sec.op = op_of_test(w[4]);
+        sec.modelled = sec.op.has_value();
+        if (sec.op && op && *sec.op != *op) {
+          throw core::ConfigError({path, line_no, 1}, "",
+                                  fmt::format("the collective asked for ({}), not {}",
+                                              graph::collective_name(*op), w[4]));
+        }
+        if (!sec.modelled && skipped) {
+          skipped->push_back(fmt::format("{}:{}: {} (shardsim models all_reduce, all_gather, reduce_scatter, "
+                                         "alltoall and sendrecv)", path, line_no, w[4]));
+        }
+      }
+      if (w.size() > 1 && w[1] == "Rank") {
+        ++sec.rank_lines;
+        const auto on = std::find(w.begin(), w.end(), "on");
+        if (on != w.end() && on + 1 != w.end()) ++sec.ranks_on_host[*(on + 1)];
+        const auto bus = std::find_if(w.begin(), w.end(), [](const std::string& x) { return x.starts_with('['); });
+        if (bus != w.end() && sec.device.empty()) {
+          for (auto it = bus + 1; it != w.end(); ++it) sec.device += (sec.device.empty() ? "" : " ") + *it;
+        }
+      }
       if (w.size() > 4 && w[1] == "size" && w[2] == "count" && w[3] == "type") {
         const auto time = std::find(w.begin(), w.end(), "time");
         if (time != w.end()) header_time_col = static_cast<std::size_t>(time - w.begin()) - 1;
@@ -57,22 +114,52 @@ std::vector<CollectiveSample> parse_nccl_tests(const std::string& text, const st
       throw core::ConfigError({path, line_no, 1}, "",
                               "a nccl-tests data line: size count type [redop root] time algbw busbw #wrong ...");
     }
+    if (!sec.modelled) continue;
     const std::size_t time_col = header_time_col ? *header_time_col : is_number(w[3]) ? 3 : 5;
     if (w.size() <= time_col || !is_number(w[time_col])) {
       throw core::ConfigError({path, line_no, 1}, "", "a time in microseconds after size, count, type, redop, root");
     }
     CollectiveSample s;
-    s.op = op;
+    s.op = sec.op ? *sec.op : op ? *op : graph::CollectiveOp::kAllReduce;
+    if (!sec.op && !op) {
+      throw core::ConfigError({path, line_no, 1}, "",
+                              "the collective: the file names none (no \"# Collective test starting:\" line), so "
+                              "give it (--op all_reduce|all_gather|reduce_scatter|alltoall|sendrecv)");
+    }
     s.bytes = std::strtod(w[0].c_str(), nullptr);
     s.seconds = std::strtod(w[time_col].c_str(), nullptr) * 1e-6;
     s.where = fmt::format("{}:{}", path, line_no);
     if (s.bytes > 0.0 && s.seconds > 0.0) out.push_back(s);
   }
-  const int n = ranks > 0 ? ranks : rank_lines;
-  if (n < 2) {
-    throw core::ConfigError({path, 1, 1}, "", "the \"# Rank\" lines of nccl-tests (or FILE:RANKS) naming 2 or more ranks");
+  close_section();
+  // Each section's ranks and placement: the rank count given, else its "# Rank" lines; ranks on each named host.
+  for (std::size_t k = 0; k < sections.size(); ++k) {
+    const Section& c = sections[k];
+    if (section_begin[k] == section_begin[k + 1]) continue;  // no rows
+    const int n = ranks > 0 ? ranks : c.rank_lines;
+    const int at = c.line > 0 ? c.line : 1;
+    if (n < 2) {
+      throw core::ConfigError({path, at, 1}, "", "the \"# Rank\" lines of nccl-tests (or FILE:RANKS) naming 2 or more ranks");
+    }
+    int per_node = 0;
+    if (c.ranks_on_host.size() > 1 && c.rank_lines == n) {
+      per_node = c.ranks_on_host.begin()->second;
+      for (const auto& [host, count] : c.ranks_on_host) {
+        if (count != per_node) {
+          throw core::ConfigError(
+              {path, at, 1}, "",
+              fmt::format("as many ranks on every host (the \"# Rank\" lines put {} on {} and {} on {}): shardsim "
+                          "lays a group out evenly over its nodes", per_node, c.ranks_on_host.begin()->first, count,
+                          host));
+        }
+      }
+    }
+    for (std::size_t i = section_begin[k]; i < section_begin[k + 1]; ++i) {
+      out[i].ranks = n;
+      out[i].per_node = per_node;
+      out[i].device = c.device;
+    }
   }
-  for (auto& s : out) s.ranks = n;
   return out;
 }
 
@@ -109,14 +196,19 @@ graph::CollectiveOp parse_collective_op(const std::string& name) {
                           fmt::format("all_reduce, all_gather, reduce_scatter, alltoall or sendrecv (got '{}')", name));
 }
 
-std::vector<CollectiveSample> load_collective_samples(const std::string& path, graph::CollectiveOp op, int ranks) {
-  return parse_collective_samples(scenario::read_text_file(path, "collective benchmark"), path, op, ranks);
+std::vector<CollectiveSample> load_collective_samples(const std::string& path, std::optional<graph::CollectiveOp> op,
+                                                     int ranks, std::vector<std::string>* skipped) {
+  return parse_collective_samples(scenario::read_text_file(path, "collective benchmark"), path, op, ranks, skipped);
 }
 
 std::vector<CollectiveSample> parse_collective_samples(const std::string& text, const std::string& path,
-                                                       graph::CollectiveOp op, int ranks) {
+                                                       std::optional<graph::CollectiveOp> op, int ranks,
+                                                       std::vector<std::string>* skipped) {
   const bool csv = text.find("size(B)") != std::string::npos && text.find(',') != std::string::npos;
-  auto out = csv ? parse_csv(text, path, op, ranks) : parse_nccl_tests(text, path, op, ranks);
+  if (csv && !op) {
+    throw core::ConfigError({path, 1, 1}, "", "the collective of a CSV (--op all_reduce|all_gather|...): it does not say");
+  }
+  auto out = csv ? parse_csv(text, path, *op, ranks) : parse_nccl_tests(text, path, op, ranks, skipped);
   if (out.empty()) throw core::ConfigError({path, 1, 1}, "", "at least one measured size");
   return out;
 }
@@ -142,6 +234,12 @@ RunFit fit_collectives(const std::vector<CollectiveSample>& samples, const scena
     f.initial.push_back(p->get(machine));
   }
   for (const auto& s : samples) {
+    const int gpus = machine.cluster.devices_per_node;
+    if (s.per_node > 0 && (gpus % s.per_node != 0 || s.ranks % s.per_node != 0)) {
+      throw core::ConfigError({s.where, 0, 0}, "",
+                              fmt::format("a run whose ranks per node ({}) divide a {} node's {} devices and its {} "
+                                          "ranks", s.per_node, machine.cluster.name, gpus, s.ranks));
+    }
     const long long devices = sample_devices(machine.cluster, s.ranks, s.per_node);
     if (devices > machine.cluster.total_devices()) {
       throw core::ConfigError({s.where, 0, 0}, "",

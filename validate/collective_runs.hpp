@@ -32,6 +32,7 @@ struct CollectiveSample {
   int per_node = 0;
   /// the NCCL version the run used (the `# shardsim:` line's nccl=2.x), as its minor; 0: the machine's
   int nccl_minor = 0;
+  std::string device;  ///< the GPU nccl-tests' "# Rank" lines name, where they do
 };
 
 /** @brief The group a sample's run formed on `cluster`: `s.ranks` ranks, `s.per_node` on each node (every
@@ -40,12 +41,18 @@ graph::GroupShape sample_group_shape(const core::ClusterSpec& cluster, int ranks
 /** @brief The devices the nodes of such a run hold (ranks / per_node whole nodes, or the ranks themselves). */
 long long sample_devices(const core::ClusterSpec& cluster, int ranks, int per_node);
 
-/** @brief Reads one benchmark output. `ranks` > 0 overrides (and, for CSV, supplies) the rank count. Throws
- *  core::ConfigError naming the file and line of anything it cannot read. */
-std::vector<CollectiveSample> load_collective_samples(const std::string& path, graph::CollectiveOp op, int ranks);
+/** @brief Reads one benchmark output. Its collective: `op`, or, in nccl-tests output, the test each
+ *  "# Collective test starting: NAME_perf" line names (a log of several tests gives each its own; one that
+ *  contradicts `op` is an error; tests shardsim does not model, such as broadcast_perf, are skipped and listed in
+ *  `skipped`). Its ranks: `ranks` > 0 (required for CSV), else each test's "# Rank" lines, and where those name
+ *  more than one host, the ranks on each (per_node; uneven hosts are an error). Throws core::ConfigError naming the
+ *  file and line of anything it cannot read. */
+std::vector<CollectiveSample> load_collective_samples(const std::string& path, std::optional<graph::CollectiveOp> op,
+                                                     int ranks, std::vector<std::string>* skipped = nullptr);
 /** @brief The same on the file's `text` (named `path` in messages). */
 std::vector<CollectiveSample> parse_collective_samples(const std::string& text, const std::string& path,
-                                                       graph::CollectiveOp op, int ranks);
+                                                       std::optional<graph::CollectiveOp> op, int ranks,
+                                                       std::vector<std::string>* skipped = nullptr);
 
 /** @brief The collective named as nccl-tests names its binaries: all_reduce, all_gather, reduce_scatter,
  *  alltoall, sendrecv. Throws core::ConfigError listing them. */

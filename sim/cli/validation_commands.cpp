@@ -88,8 +88,10 @@ int calibrate_collectives(const po::variables_map& vm) {
   if (!vm.count("fit")) throw UsageError("--fit names the parameters to fit (e.g. --fit network.nvswitch.latency)");
   if (!vm.count("cluster")) throw UsageError("--cluster names the machine the collectives ran on");
   scenario::Scenario machine = load_machine(vm["cluster"].as<std::string>());
-  const auto op = validate::parse_collective_op(vm["op"].as<std::string>());
+  std::optional<graph::CollectiveOp> op;
+  if (vm.count("op")) op = validate::parse_collective_op(vm["op"].as<std::string>());
   std::vector<validate::CollectiveSample> samples;
+  std::vector<std::string> skipped;
   for (const auto& spec : vm["collectives"].as<std::vector<std::string>>()) {
     // FILE or FILE:RANKS
     std::string file = spec;
@@ -103,19 +105,40 @@ int calibrate_collectives(const po::variables_map& vm) {
     // A file with a `# shardsim:` line says its collective, ranks, what it forced and its role itself.
     auto more = ranks == 0 && validate::has_collective_tag(file)
                     ? validate::tagged_samples(validate::load_collective_check(file))
-                    : validate::load_collective_samples(file, op, ranks);
+                    : validate::load_collective_samples(file, op, ranks, &skipped);
     samples.insert(samples.end(), more.begin(), more.end());
   }
-  const int most = std::max_element(samples.begin(), samples.end(), [](const auto& a, const auto& b) {
-                     return a.ranks < b.ranks;
-                   })->ranks;
+  // What was read, test by test: the collective, sizes, ranks and their placement, the GPU the run names.
+  std::string read;
+  for (std::size_t i = 0; i < samples.size();) {
+    const auto& a = samples[i];
+    const std::string file = a.where.substr(0, a.where.rfind(':'));
+    std::size_t j = i;
+    while (j < samples.size() && samples[j].op == a.op && samples[j].ranks == a.ranks &&
+           samples[j].per_node == a.per_node && samples[j].where.substr(0, samples[j].where.rfind(':')) == file) {
+      ++j;
+    }
+    read += fmt::format("  {}: {} x {}, {} ranks{}{}\n", file, j - i, graph::collective_name(a.op), a.ranks,
+                        a.per_node > 0 ? fmt::format(" ({} per node)", a.per_node) : "",
+                        a.device.empty() ? "" : fmt::format(", {}", a.device));
+    i = j;
+  }
+  for (const auto& s : skipped) read += fmt::format("  skipped {}\n", s);
+  // Enough nodes for the widest run, its ranks placed as it placed them.
+  long long most = 0;
+  for (const auto& c : samples) {
+    if (c.per_node > 0 && machine.cluster.devices_per_node % c.per_node != 0) continue;  // refused by the fit
+    most = std::max(most, validate::sample_devices(machine.cluster, c.ranks, c.per_node));
+  }
   machine.cluster.nodes = std::max<int>(machine.cluster.nodes, static_cast<int>(machine.cluster.nodes_for(most)));
   const auto fit = validate::fit_collectives(samples, machine, split_commas(vm["fit"].as<std::string>()));
   if (vm.count("output")) {
     write_calibration_file(vm["output"].as<std::string>(), validate::run_fit_calibration(fit));
   }
   const auto held_out = std::count_if(samples.begin(), samples.end(), [](const auto& c) { return c.check; });
-  std::cout << fmt::format("{} samples on {} ({} fitted, {} held out: files marked role=check)\n", samples.size(),
+  std::cout << "read\n"
+            << read
+            << fmt::format("{} samples on {} ({} fitted, {} held out: files marked role=check)\n", samples.size(),
                            machine.cluster.name, samples.size() - static_cast<std::size_t>(held_out), held_out)
             << validate::render_run_fit(fit);
   return kOk;
@@ -166,8 +189,9 @@ int cmd_calibrate(const std::vector<std::string>& args) {
       "parameters", po::value<std::string>(), "list the parameters a calibration may fit for this scenario's machine")(
       "collectives", po::value<std::vector<std::string>>()->multitoken(),
       "collective benchmarks (nccl-tests / rccl-tests output, or CSV as FILE:RANKS) to fit network parameters to")(
-      "op", po::value<std::string>()->default_value("all_reduce"),
-      "the benchmarks' collective: all_reduce, all_gather, reduce_scatter, alltoall, sendrecv")(
+      "op", po::value<std::string>(),
+      "the benchmarks' collective: all_reduce, all_gather, reduce_scatter, alltoall, sendrecv (nccl-tests output "
+      "names its own tests; a CSV needs it)")(
       "cluster", po::value<std::string>(), "with --collectives: the machine (a preset or a scenario file's cluster)");
   const auto parsed = parse_command(args, opts, "results");
   if (!parsed) return kOk;

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "sim/engine/collective_cost.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "topology/cluster_presets.hpp"
 
@@ -68,6 +69,87 @@ TEST(CollectiveRuns, ReadsNcclTestsOutput) {
   EXPECT_DOUBLE_EQ(load_collective_samples(csv.string(), graph::CollectiveOp::kAllReduce, 8)[0].seconds, 92790e-9);
   EXPECT_THROW((void)parse_collective_op("allreduce"), core::ConfigError);
   for (const auto& f : {p, old, bad, csv}) fs::remove(f);
+}
+
+// A log of several tests as nccl-tests writes it (each after its "# Collective test starting:" line): each test's
+// rows get its own collective, its ranks from its "# Rank" lines and, where those name several hosts, the ranks
+// on each; a test shardsim does not model is skipped and listed; a collective that contradicts the one asked for,
+// uneven hosts and a CSV without its collective are errors.
+TEST(CollectiveRuns, ReadsALogOfSeveralTestsWithTheirPlacement) {
+  auto section = [](const std::string& test, const std::vector<std::string>& hosts, const std::string& rows) {
+    std::string t = "# nccl-tests version 2.17.6 nccl-headers=22807 nccl-library=22807\n"
+                    "# Collective test starting: " + test + "\n#\n# Using devices\n";
+    for (std::size_t r = 0; r < hosts.size(); ++r) {
+      t += "#  Rank  " + std::to_string(r) + " Group  0 Pid 4400" + std::to_string(r) + " on " + hosts[r] +
+           " device  0 [0000:1b:00] NVIDIA H100 80GB HBM3\n";
+    }
+    return t + "#\n#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong\n"
+               "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)  (GB/s)  (GB/s)\n" +
+           rows + "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 13.4689\n#\n# Collective test concluded: " + test + "\n\n";
+  };
+  const std::string a2a = "    33554432       2097152    double    none      -1  1282.93   26.15   13.08       0  1266.72   26.49   13.24    N/A\n";
+  const std::string sr = "    33554432       4194304    double     sum      -1  2513.89   13.35   13.35       0  2504.26   13.40   13.40    N/A\n"
+                         "    67108864       8388608    double     sum      -1  4986.68   13.46   13.46       0  4989.15   13.45   13.45    N/A\n";
+  const std::string bc = "    33554432       4194304    double     sum       0  1000.00   33.55   33.55       0  1000.00   33.55   33.55    N/A\n";
+  const std::vector<std::string> two = {"cnode2-001", "cnode2-002"};
+  const std::vector<std::string> four = {"n1", "n1", "n2", "n2"};
+  const std::string log = section("alltoall_perf", two, a2a) + section("broadcast_perf", two, bc) +
+                          section("sendrecv_perf", four, sr);
+  std::vector<std::string> skipped;
+  const auto s = parse_collective_samples(log, "log.txt", std::nullopt, 0, &skipped);
+  ASSERT_EQ(s.size(), 3u);
+  EXPECT_EQ(s[0].op, graph::CollectiveOp::kAllToAll);
+  EXPECT_EQ(s[0].ranks, 2);
+  EXPECT_EQ(s[0].per_node, 1);
+  EXPECT_EQ(s[0].device, "NVIDIA H100 80GB HBM3");
+  EXPECT_DOUBLE_EQ(s[0].seconds, 1282.93e-6);
+  for (std::size_t i = 1; i < 3; ++i) {
+    EXPECT_EQ(s[i].op, graph::CollectiveOp::kSendRecv);
+    EXPECT_EQ(s[i].ranks, 4);
+    EXPECT_EQ(s[i].per_node, 2);
+  }
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_NE(skipped[0].find("log.txt:"), std::string::npos) << skipped[0];
+  EXPECT_NE(skipped[0].find("broadcast_perf"), std::string::npos) << skipped[0];
+  // The collective asked for must be the file's.
+  EXPECT_THROW((void)parse_collective_samples(log, "log.txt", graph::CollectiveOp::kAllReduce, 0), core::ConfigError);
+  EXPECT_EQ(parse_collective_samples(section("alltoall_perf", two, a2a), "a.txt", graph::CollectiveOp::kAllToAll, 0).size(), 1u);
+  // Uneven hosts cannot be laid out as shardsim lays a group out.
+  EXPECT_THROW((void)parse_collective_samples(section("sendrecv_perf", {"n1", "n1", "n2"}, sr), "u.txt", std::nullopt, 0),
+               core::ConfigError);
+  // A table that names no test needs its collective given.
+  const std::string bare = "#  Rank  0\n#  Rank  1\n  1048576  262144  float  33.0  31.8  31.8  0  33.1  31.7  31.7  0\n";
+  EXPECT_THROW((void)parse_collective_samples(bare, "b.txt", std::nullopt, 0), core::ConfigError);
+  EXPECT_THROW((void)parse_collective_samples("size(B),count,type,time(ns)\n1,1,float,10\n", "c.csv", std::nullopt, 8),
+               core::ConfigError);
+}
+
+// Fitting a network to a run placed one rank per node: the fit lays its group out over as many nodes as the run
+// (2 ranks, 2 nodes: the network, not the NVSwitch), and recovers the network's bandwidth from the run's times.
+TEST(CollectiveRuns, AFitTakesTheRunsPlacement) {
+  scenario::Scenario machine;
+  machine.cluster = *topology::find_cluster_preset("dgx-h100");
+  machine.cluster.nodes = 2;
+  auto truth = machine;
+  auto& ib = truth.cluster.levels.back();
+  ib.link_bandwidth = core::BytesPerSec(13.5e9);
+  std::vector<CollectiveSample> samples;
+  for (double bytes = 32.0 * 1048576; bytes <= 1024.0 * 1048576; bytes *= 2) {
+    CollectiveSample c;
+    c.op = graph::CollectiveOp::kSendRecv;
+    c.ranks = 2;
+    c.per_node = 1;
+    c.bytes = bytes;
+    c.seconds = engine::estimate_collective(truth.cluster, sample_group_shape(truth.cluster, 2, 1), c.op,
+                                            core::Bytes(bytes), core::CollectiveAlgorithm::kAuto).time.value();
+    c.where = "run.txt:1";
+    samples.push_back(c);
+  }
+  const auto f = fit_collectives(samples, machine, {"network.infiniband.bandwidth"});
+  EXPECT_NEAR(f.fit.values[0], 13.5e9, 0.01 * 13.5e9);
+  // The same run read as two ranks of one node would be priced over the NVSwitch: it could not be fitted.
+  EXPECT_EQ(sample_group_shape(machine.cluster, 2, 1).size, 2);
+  EXPECT_GT(sample_devices(machine.cluster, 2, 1), 8);
 }
 
 // nccl-tests' older table prints a redop and no root column: its header says where the time is.
