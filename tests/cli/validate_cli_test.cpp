@@ -5,6 +5,8 @@
 // the runs were made with.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -403,14 +405,52 @@ TEST(Validate, ACalibrationAppliesToEveryRow) {
 
 TEST(Calibrate, CollectivesFitANetworkLevelFromTheCommandLine) {
   const std::string files = "validate/data/vtrain/allreduce/a100_4gpu.csv:4 validate/data/vtrain/allreduce/a100_8gpu.csv:8";
-  const Outcome r = run("calibrate --collectives " + files + " --cluster dgx-a100 --fit network.nvswitch.latency");
+  const Outcome r = run("calibrate --collectives " + files + " --op all_reduce --cluster dgx-a100 --fit network.nvswitch.latency");
   ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("read\n  validate/data/vtrain/allreduce/a100_4gpu.csv: 1024 x all-reduce, 4 ranks\n"),
+            std::string::npos) << r.out;
   EXPECT_NE(r.out.find("2048 samples on dgx-a100 (2048 fitted, 0 held out"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("network.nvswitch.latency"), std::string::npos) << r.out;
-  EXPECT_EQ(run("calibrate --collectives " + files + " --fit network.nvswitch.latency").code, 2);  // no --cluster
+  EXPECT_EQ(run("calibrate --collectives " + files + " --op all_reduce --fit network.nvswitch.latency").code, 2);  // no --cluster
   EXPECT_EQ(run("calibrate --collectives " + files + " --cluster dgx-a100 --op allreduce --fit network.nvswitch.latency").code, 2);
-  EXPECT_EQ(run("calibrate --collectives validate/data/vtrain/allreduce/a100_4gpu.csv --cluster dgx-a100 "
-                "--fit network.nvswitch.latency").code, 2);  // a CSV does not say its ranks
+  EXPECT_EQ(run("calibrate --collectives " + files + " --cluster dgx-a100 --fit network.nvswitch.latency").code, 2);  // a CSV does not say its collective
+  EXPECT_EQ(run("calibrate --collectives validate/data/vtrain/allreduce/a100_4gpu.csv --op all_reduce --cluster dgx-a100 "
+                "--fit network.nvswitch.latency").code, 2);  // nor its ranks
+}
+
+// A user's nccl-tests log as it comes (two tests, one rank on each of two hosts): read test by test, the run's
+// placement kept (the network, not the NVSwitch, carries it), a broadcast skipped with its line; --op must agree.
+TEST(Calibrate, CollectivesFromALogOfSeveralTests) {
+  const fs::path d = temp_dir("calibrate-log");
+  std::string log;
+  for (const std::string test : {"alltoall_perf", "broadcast_perf", "sendrecv_perf"}) {
+    log += "# nccl-tests version 2.17.6 nccl-headers=22807 nccl-library=22807\n# Collective test starting: " + test +
+           "\n# Using devices\n"
+           "#  Rank  0 Group  0 Pid 440010 on cnode2-001 device  0 [0000:1b:00] NVIDIA H100 80GB HBM3\n"
+           "#  Rank  1 Group  0 Pid 381003 on cnode2-002 device  0 [0000:1b:00] NVIDIA H100 80GB HBM3\n"
+           "#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong\n";
+    const bool a2a = test == "alltoall_perf";
+    for (double mib = 32; mib <= 1024; mib *= 2) {
+      const double bytes = mib * 1048576.0;
+      // About 13.5 GB/s per GPU, as such a cluster measured (half of it for all-to-all's each way)
+      const double us = (a2a ? bytes / 2 : bytes) / 13.5e9 * 1e6 + 20.0;
+      char row[160];
+      std::snprintf(row, sizeof row, "  %.0f  %.0f  double  sum  -1  %.2f  1.0  1.0  0  %.2f  1.0  1.0  N/A\n", bytes,
+                    bytes / 8, us, us);
+      log += row;
+    }
+    log += "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 13.4\n#\n# Collective test concluded: " + test + "\n\n";
+  }
+  std::ofstream(d / "log.txt") << log;
+  const std::string file = (d / "log.txt").string();
+  const Outcome r = run("calibrate --collectives '" + file + "' --cluster dgx-h100 --fit network.infiniband.bandwidth");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find(": 6 x all-to-all, 2 ranks (1 per node), NVIDIA H100 80GB HBM3"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(": 6 x send-recv, 2 ranks (1 per node), NVIDIA H100 80GB HBM3"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("broadcast_perf (shardsim models"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("12 samples on dgx-h100 (12 fitted"), std::string::npos) << r.out;
+  EXPECT_EQ(run("calibrate --collectives '" + file + "' --op all_reduce --cluster dgx-h100 --fit network.infiniband.bandwidth").code, 2);
+  fs::remove_all(d);
 }
 
 TEST(Calibrate, FitsTheA100OnVtrainsFitRowsAndReportsTheHeldOutSet) {
