@@ -159,7 +159,16 @@ ModelCosts compute_model_costs(const core::ModelSpec& m, const core::PlanSpec& p
   const double score_bytes = (2.0 * e + masks) * tokens * a * s;  // 5as^2b at e = 2 (scores, softmax, mask)
   // Sequence parallelism splits the replicated part along the sequence too (Korthikanti et al. 2022, Sec. 4.2.2:
   // sbh(34/t + 5as/(ht))).
-  const double full_block = (plan.sequence_parallel ? replicated / t : replicated) + (attn_sharded + mlp_sharded) / t;
+  double full_block = (plan.sequence_parallel ? replicated / t : replicated) + (attn_sharded + mlp_sharded) / t;
+  // Transformer Engine's linears keep their inputs for the weight gradient as the FP8 cast they multiplied, a byte
+  // each (te.Linear saves inputmat / inputmat_t in FP8 when fp8 and the wgrad's precision is not overridden:
+  // NVIDIA/TransformerEngine@0004dbd0 transformer_engine/pytorch/module/linear.py, _Linear.forward): the two norms'
+  // outputs (the QKV and first MLP linears' inputs), the attention context (the projection's) and the MLP's
+  // activation output (the second linear's). torchao's Float8Linear keeps its high-precision inputs.
+  if (plan.float8.linear && plan.float8.recipe == core::Float8Recipe::kDelayed && e > 1.0) {
+    const double norm_outputs = 2.0 * tokens * h / (plan.sequence_parallel ? t : 1.0);
+    full_block -= (e - 1.0) * (norm_outputs + tokens * (h + f) / t);
+  }
   // everything a block's forward leaves: what it keeps without recomputation, and what a full recomputation rebuilds
   const double all_activations = full_block + (plan.flash_attention ? 0.0 : score_bytes / t);
   switch (plan.recompute) {

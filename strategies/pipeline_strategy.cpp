@@ -109,8 +109,9 @@ void PipelineStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) const
   // (NVIDIA/Megatron-LM@core_v0.9.0 megatron/core/pipeline_parallel/p2p_communication.py:381-389: req.wait(),
   // then torch.cuda.synchronize() under batch_p2p_comm and batch_p2p_sync, both on by default): a stage's thread
   // runs on only once the activation or gradient has arrived and its GPU has drained, so it cannot run ahead
-  // of the schedule.
-  const bool p2p_syncs = plan.framework == core::Framework::kMegatron;
+  // of the schedule. Without the synchronisation (plan.p2p_sync false: Megatron-Core's overlapped exchanges) the
+  // GPU waits for the exchange and the thread runs on.
+  const bool p2p_syncs = plan.framework == core::Framework::kMegatron && plan.p2p_sync;
   std::vector<std::optional<TaskId>> last_gpu(static_cast<std::size_t>(p));
   auto host_sync = [&](TaskId recv, Phase phase, int unit, int micro) {
     if (!p2p_syncs) return;

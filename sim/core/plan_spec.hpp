@@ -236,6 +236,14 @@ struct PlanSpec {
   /// internlm/core/parallel/comm/zero.py ParamAsyncBcastHandler: each block's forward pre-hook waits for the
   /// broadcasts of the ranks that own it). Off: DeepSpeed's and InternEvo's default, the step ends with the sync.
   bool overlap_sync_param = false;
+  /// Megatron's pipeline exchanges end in torch.cuda.synchronize(), so a stage's framework thread waits for its GPU
+  /// at each exchange (batch_p2p_comm with batch_p2p_sync: Megatron-LM before Megatron-Core and Megatron-DeepSpeed
+  /// always; Megatron-Core where batch_p2p_comm is on, NVIDIA/Megatron-LM@core_v0.9.0
+  /// megatron/core/pipeline_parallel/p2p_communication.py:381-389). false: the exchanges are issued asynchronously and
+  /// the GPU waits for them, the thread running on (Megatron-Core with overlap_p2p_comm and batch_p2p_comm off,
+  /// Megatron-LM's command-line default, `batch_p2p_comm = not overlap_p2p_comm`, and NeMo's interleaved configs).
+  /// Framework megatron only.
+  bool p2p_sync = true;
   /// DeepSpeed's data_types.grad_accum_dtype as the run sets it; fp32 with bf16 and no ZeRO stage is DeepSpeed's
   /// BF16_Optimizer (its default there: deepspeed@v0.14.4 runtime/engine.py get_data_types). Unset: gradients
   /// accumulate in their own dtype (plain data parallelism for zero_stage 0)

@@ -570,6 +570,21 @@ TEST(ScenarioPlan, OverlapSyncParamNeedsASyncAfterTheStep) {
   expect_error(base + "  overlap_sync_param: 3\n", {5, 23, "plan.overlap_sync_param", "true or false"});
 }
 
+// p2p_sync: whether Megatron's pipeline exchanges synchronise the device (on by default, as Megatron-LM before
+// Megatron-Core); off for Megatron-Core's overlapped exchanges; written back when off; framework megatron's alone.
+TEST(ScenarioPlan, P2pSyncIsMegatronsPipelineExchange) {
+  const std::string base = "model: llama2-7b\ncluster: {preset: dgx-h100, nodes: 2}\nplan:\n  framework: megatron\n  pp: 2\n";
+  EXPECT_TRUE(parse_scenarios(base, "s.yaml").at(0).plan.p2p_sync);
+  const auto s = parse_scenarios(base + "  p2p_sync: false\n", "s.yaml").at(0);
+  EXPECT_FALSE(s.plan.p2p_sync);
+  const std::string file = (std::filesystem::temp_directory_path() / "shardsim_p2p_sync.yaml").string();
+  std::ofstream(file) << base << "  p2p_sync: false\n";
+  EXPECT_FALSE(parse_scenarios(scenario_with_plan(file, s.plan, s.cluster, "copy"), file).at(0).plan.p2p_sync);
+  expect_error(replace(base, "framework: megatron", "framework: deepspeed") + "  p2p_sync: false\n",
+               {6, 13, "plan.p2p_sync", "framework megatron"});
+  expect_error(base + "  p2p_sync: maybe\n", {6, 13, "plan.p2p_sync", "true or false"});
+}
+
 // attention_kernel picks whose FlashAttention kernels run (llm-foundry's Triton port, cuDNN's, or FlashAttention-2's
 // CUDA kernels by default); it is written back, and it means nothing without FlashAttention.
 TEST(ScenarioPlan, AttentionKernelChoosesFlashAttentionsKernels) {

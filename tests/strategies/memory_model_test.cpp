@@ -73,6 +73,27 @@ TEST(MemoryModel, BlockActivationsWithSequenceParallelismMatchKorthikanti) {
   EXPECT_NEAR(c.units[1].act_saved.value() / expected, 1.0, 1e-12);
 }
 
+// Transformer Engine's FP8 linears keep their inputs for the weight gradient in FP8 (te.Linear's saved inputmat):
+// the two norms' outputs, the attention context and the MLP's activation output at a byte an element instead of two,
+// 7 sbh of Korthikanti's 34 for a GPT block with sequence parallelism over t ranks (sbh(34 - 7)/t, flash attention);
+// torchao's Float8Linear keeps its bf16 inputs.
+TEST(MemoryModel, TransformerEnginesFp8LinearsKeepTheirInputsInFp8) {
+  const core::ModelSpec m = gpt_block_model();
+  core::PlanSpec p;
+  p.micro_batch = 1;
+  p.tp = 4;
+  p.sequence_parallel = true;
+  p.flash_attention = true;
+  const double s = m.seq_len, b = 1, h = m.hidden, t = 4;
+  const double bf16 = compute_model_costs(m, p).units[1].act_saved.value();
+  EXPECT_NEAR(bf16 / (s * b * h * 34.0 / t), 1.0, 1e-12);
+  p.float8.linear = true;
+  p.float8.recipe = core::Float8Recipe::kDelayed;
+  EXPECT_NEAR(compute_model_costs(m, p).units[1].act_saved.value() / (s * b * h * 27.0 / t), 1.0, 1e-12);
+  p.float8.recipe = core::Float8Recipe::kTensorwise;
+  EXPECT_NEAR(compute_model_costs(m, p).units[1].act_saved.value() / bf16, 1.0, 1e-12);
+}
+
 // Sec. 5 / Table 2: selective recomputation keeps sbh(10 + 24/t); full recomputation keeps 2sbh.
 TEST(MemoryModel, RecomputationKeepsWhatKorthikantiSays) {
   const core::ModelSpec m = gpt_block_model();
