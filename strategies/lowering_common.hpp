@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "sim/core/cluster_spec.hpp"
+#include "sim/core/errors.hpp"
 #include "sim/core/model_spec.hpp"
 #include "sim/core/plan_spec.hpp"
 #include "sim/graph/task_graph.hpp"
@@ -14,11 +15,38 @@
 
 namespace shardsim::strategies {
 
+/** @brief One sequence-parallel exchange under Transformer Engine's userbuffers (PlanSpec::tp_comm_overlap): its
+ *  (tp - 1) / tp beside the compute task `unit_task` (on kTpOverlap, from when that task may start), its last chunk's
+ *  1 / tp on the compute stream after both. */
+inline void add_overlapped_exchange(graph::TaskGraph& g, std::uint16_t role, std::uint16_t tp_group, const ModelCosts& costs,
+                                    const core::PlanSpec& plan, graph::CollectiveOp op, graph::TaskId unit_task,
+                                    std::int32_t unit, std::int32_t micro) {
+  const double t = plan.tp;
+  const graph::TaskId hidden = g.add_collective(role, graph::Stream::kTpOverlap, op, graph::Purpose::kTensorParallel, tp_group,
+                                                costs.tp_allreduce_bytes * ((t - 1.0) / t), unit, micro);
+  if (const auto before = g.previous_on_stream(unit_task)) g.add_dep(hidden, *before);
+  const graph::TaskId last = g.add_collective(role, graph::Stream::kCompute, op, graph::Purpose::kTensorParallel, tp_group,
+                                              costs.tp_allreduce_bytes / t, unit, micro);
+  g.add_dep(last, hidden);
+}
+
 /** @brief Emits `count` Megatron tensor-parallel exchanges of one micro-batch's activations on the compute
  *  stream: all-reduces, or with sequence parallelism a reduce-scatter and an all-gather each (the same bytes
- *  on the wire, split in two; Korthikanti et al. 2022, Sec. 4.2.2). */
+ *  on the wire, split in two; Korthikanti et al. 2022, Sec. 4.2.2); under tp_comm_overlap, beside the unit's compute
+ *  task, the graph's last (add_overlapped_exchange). */
 inline void add_tensor_parallel(graph::TaskGraph& g, std::uint16_t role, std::uint16_t tp_group, const ModelCosts& costs,
                                 const core::PlanSpec& plan, std::int32_t unit, std::int32_t micro, int count) {
+  if (plan.tp_comm_overlap && plan.sequence_parallel && count > 0) {
+    const graph::TaskId unit_task = static_cast<graph::TaskId>(g.size() - 1);
+    SHARDSIM_ASSERT(g.tasks()[unit_task].kind == graph::TaskKind::kCompute &&
+                        g.tasks()[unit_task].stream == graph::Stream::kCompute && g.tasks()[unit_task].role == role,
+                    "tensor-parallel exchanges follow their unit's compute");
+    for (int c = 0; c < count; ++c) {
+      add_overlapped_exchange(g, role, tp_group, costs, plan, graph::CollectiveOp::kReduceScatter, unit_task, unit, micro);
+      add_overlapped_exchange(g, role, tp_group, costs, plan, graph::CollectiveOp::kAllGather, unit_task, unit, micro);
+    }
+    return;
+  }
   for (int c = 0; c < count; ++c) {
     if (plan.sequence_parallel) {
       g.add_collective(role, graph::Stream::kCompute, graph::CollectiveOp::kReduceScatter,

@@ -244,6 +244,15 @@ struct PlanSpec {
   /// Megatron-LM's command-line default, `batch_p2p_comm = not overlap_p2p_comm`, and NeMo's interleaved configs).
   /// Framework megatron only.
   bool p2p_sync = true;
+  /// Transformer Engine's userbuffers overlap of the sequence-parallel exchanges with the GEMMs (Megatron-Core's
+  /// tp_comm_overlap, NeMo's ub_tp_comm_overlap): each all-gather runs as a ring exchange of tp chunks, each chunk's
+  /// GEMM beside the next chunk's transfer, each reduce-scatter in chunks pipelined behind the GEMM's, on copy engines
+  /// or a few SMs of their own (NVIDIA/NeMo-Framework-Launcher@24.07
+  /// launcher_scripts/conf/training/tp_overlap/ub_cfg_h100_h8192_tp4_mbs1_seqlen4096.yaml: ring_exchange for the
+  /// forward all-gathers and the backward's, pipelined reduce-scatters on 16-24 SMs, bulk overlaps on 2-16). Modelled
+  /// as each exchange's (tp - 1) / tp beside its block's compute, not slowing it, and the last chunk's 1 / tp
+  /// after it; the SMs the pipelined ones take from the GEMMs are not counted. Needs sequence_parallel and tp > 1.
+  bool tp_comm_overlap = false;
   /// DeepSpeed's data_types.grad_accum_dtype as the run sets it; fp32 with bf16 and no ZeRO stage is DeepSpeed's
   /// BF16_Optimizer (its default there: deepspeed@v0.14.4 runtime/engine.py get_data_types). Unset: gradients
   /// accumulate in their own dtype (plain data parallelism for zero_stage 0)

@@ -191,7 +191,7 @@ double AnalyticalEngine::schedule_events(const TaskGraph& g) {
     const double dur = price(g, i);
     const bool interferes = graph::interferes(t);
     if (interferes) settle(t.role, now);
-    if (t.kind == TaskKind::kCollective) ++collectives[t.role];
+    if (t.kind == TaskKind::kCollective && interferes) ++collectives[t.role];
     if (graph::is_comm_kernel(t)) ++comm_kernels[t.role];
     if (t.kind == TaskKind::kCompute) {
       ev_left_[i] = dur;
@@ -230,7 +230,7 @@ double AnalyticalEngine::schedule_events(const TaskGraph& g) {
       auto& running = ev_running_[t.role];
       running.erase(std::find(running.begin(), running.end(), i));
     }
-    if (t.kind == TaskKind::kCollective) --collectives[t.role];
+    if (t.kind == TaskKind::kCollective && interferes) --collectives[t.role];
     if (graph::is_comm_kernel(t)) --comm_kernels[t.role];
     if (interferes) rerate(t.role, now);
     if (ev_queue_next_[i] != kNoTask) release(ev_queue_next_[i], now);

@@ -521,12 +521,14 @@ class Simulation {
       const double start = NetSim::now();
       const Task& task = g_.tasks()[t];
       if (task.kind == TaskKind::kCollective) {
-        // Compute of this role slows while the collective runs (see compute()).
-        ++comm_in_flight_[task.role];
-        if (slowdown_ != 1.0) net_.raise_signal(task.role);
+        // Compute of this role slows while the collective runs (see compute()), where it interferes (graph::interferes:
+        // not the userbuffers' exchanges).
+        const bool slows = graph::interferes(task);
+        if (slows) ++comm_in_flight_[task.role];
+        if (slows && slowdown_ != 1.0) net_.raise_signal(task.role);
         run_network(task);
-        --comm_in_flight_[task.role];
-        if (slowdown_ != 1.0) net_.raise_signal(task.role);
+        if (slows) --comm_in_flight_[task.role];
+        if (slows && slowdown_ != 1.0) net_.raise_signal(task.role);
       } else if (task.kind == TaskKind::kCopy) {
         run_network(task);
       } else if (graph::is_comm_kernel(task)) {

@@ -18,6 +18,7 @@ std::string_view stream_name(Stream s) {
     case Stream::kHostStep: return "host-step";
     case Stream::kGroupNccl: return "group-nccl";
     case Stream::kParamSync: return "param-sync";
+    case Stream::kTpOverlap: return "tp-overlap";
     case Stream::kCount: break;
   }
   return "?";
@@ -146,6 +147,14 @@ void TaskGraph::note_launch(TaskId t) {
     last_launched_.resize(static_cast<std::size_t>(k.role) + 1, none);
   }
   last_launched_[k.role][static_cast<std::size_t>(k.stream)] = t;
+}
+
+std::optional<TaskId> TaskGraph::previous_on_stream(TaskId t) const {
+  const Task& k = tasks_[t];
+  for (TaskId i = t; i-- > 0;) {
+    if (tasks_[i].role == k.role && tasks_[i].stream == k.stream) return i;
+  }
+  return std::nullopt;
 }
 
 TaskId TaskGraph::add_compute(std::uint16_t role, Phase phase, std::int32_t unit, std::int32_t micro,

@@ -8,6 +8,7 @@
 // Built for speed: the analytical engine evaluates thousands of graphs per second during plan search, so
 // tasks are plain structs in one vector, dependencies are a CSR array, and labels are derived on demand.
 #include <array>
+#include <optional>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -34,10 +35,13 @@ enum class TaskKind : std::uint8_t { kCompute, kCollective, kCopy, kHostCompute 
  *  its host issues them (pytorch/pytorch@0007e752 torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp, collective():
  *  ncclStreams_ keyed by the device), so those collectives run one at a time, whatever stream called them.
  *  kParamSync carries the previous step's parameter sync where the forward waits for it block by block
- *  (PlanSpec::overlap_sync_param): the zero1 group's own communicator. */
+ *  (PlanSpec::overlap_sync_param): the zero1 group's own communicator. kTpOverlap carries the tensor-parallel
+ *  exchanges Transformer Engine's userbuffers overlap with the GEMMs (PlanSpec::tp_comm_overlap): copy engines and a
+ *  few SMs of their own, so they do not slow the kernels beside them as NCCL's kernels do. */
 enum class Stream : std::uint8_t {
   kCompute, kParamGather, kGradReduce, kPipeline, kHostToDevice, kDeviceToHost, kHostCpu, kHostStep, kGroupNccl,
   kParamSync,
+  kTpOverlap,
   kCount
 };
 
@@ -122,7 +126,9 @@ struct Task {
 }
 
 /** @brief Whether `t`, while it runs, slows kernels of its role (runs_slowed): a collective or a communication kernel. */
-[[nodiscard]] inline bool interferes(const Task& t) { return t.kind == TaskKind::kCollective || is_comm_kernel(t); }
+[[nodiscard]] inline bool interferes(const Task& t) {
+  return (t.kind == TaskKind::kCollective && t.stream != Stream::kTpOverlap) || is_comm_kernel(t);
+}
 
 /** @brief Whether kernel `t` runs slowed (DeviceSpec::comm_compute_slowdown) while `collectives` collectives and
  *  `comm_kernels` communication kernels of its role run: collectives slow every kernel, communication kernels the
@@ -188,6 +194,10 @@ class TaskGraph {
   [[nodiscard]] const std::vector<std::string>& roles() const { return roles_; }
   [[nodiscard]] const std::vector<MemEvent>& mem_events() const { return mem_; }
   [[nodiscard]] std::size_t size() const { return tasks_.size(); }
+
+  /** @brief The last task before `t` on `t`'s role and stream, if any (a backward scan: meant for the few tasks a
+   *  lowering has just added). */
+  [[nodiscard]] std::optional<TaskId> previous_on_stream(TaskId t) const;
 
   /** @brief A readable label, e.g. "fwd L12 mb0" or "all-gather(dp) L3 param-gather-fwd". */
   [[nodiscard]] std::string label(TaskId t) const;

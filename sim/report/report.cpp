@@ -83,7 +83,8 @@ std::string plan_line(const scenario::Scenario& s, const scenario::Evaluation& e
                      core::cross_entropy_name(p.loss_kernel())) +
          (p.reduce_scatter ? "" : ", reduce_scatter off (gradient buckets all-reduced)") +
          (p.overlap_sync_param ? ", parameter sync overlapped with the next forward" : "") +
-         (p.pp > 1 && p.framework == core::Framework::kMegatron && !p.p2p_sync ? ", pipeline exchanges asynchronous" : "");
+         (p.pp > 1 && p.framework == core::Framework::kMegatron && !p.p2p_sync ? ", pipeline exchanges asynchronous" : "") +
+         (p.tp_comm_overlap ? ", TP exchanges overlapped with the GEMMs (userbuffers)" : "");
 }
 
 // The host link and the optimizer step of an offloaded run, for rank role `role`: bytes and busy time per direction,
@@ -625,6 +626,7 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
                {"reduce_scatter", p.reduce_scatter},
                {"overlap_sync_param", p.overlap_sync_param},
                {"p2p_sync", p.p2p_sync},
+               {"tp_comm_overlap", p.tp_comm_overlap},
                {"gradient_buckets_all_reduced", p.reduces_buckets_by_all_reduce()},
                {"flash_attention", p.flash_attention},
                {"attention_kernel", core::attention_kernel_name(p.attention_kernel)},

@@ -32,7 +32,7 @@ core::PlanSpec parse_plan(const ConfigNode& n, PlanDeferred& later) {
                 "model_persistence_threshold", "ddp_bucket",
                 "overlap_comm",
                 "use_multi_rank_bucket_allreduce", "reduce_scatter",
-                "flash_attention", "attention_kernel", "launch_blocking", "overlap_sync_param", "p2p_sync", "grad_accum_dtype", "collective_algorithm", "workspace",
+                "flash_attention", "attention_kernel", "launch_blocking", "overlap_sync_param", "p2p_sync", "tp_comm_overlap", "grad_accum_dtype", "collective_algorithm", "workspace",
                 "partition", "mics_shard_size",
                 "zero_hpz_partition_size", "zero_quantized_weights", "zero_quantized_gradients",
                 "quantization_block", "qgz_hops", "hierarchy", "virtual_stages", "sequence_parallel",
@@ -79,6 +79,10 @@ core::PlanSpec parse_plan(const ConfigNode& n, PlanDeferred& later) {
   if (auto v = n.find("overlap_sync_param")) {
     p.overlap_sync_param = v->as_bool();
     later.overlap_sync_param = v;
+  }
+  if (auto v = n.find("tp_comm_overlap")) {
+    p.tp_comm_overlap = v->as_bool();
+    later.tp_comm_overlap = v;
   }
   if (auto v = n.find("p2p_sync")) {
     p.p2p_sync = v->as_bool();
@@ -429,6 +433,11 @@ void resolve_plan(Scenario& s, const ConfigNode& root, const PlanDeferred& later
     if (p.pp > 1) {
       later.overlap_sync_param->fail("overlap_sync_param is not modelled with pipeline parallelism");
     }
+  }
+  if (later.tp_comm_overlap && p.tp_comm_overlap && (p.tp < 2 || !p.sequence_parallel)) {
+    later.tp_comm_overlap->fail(fmt::format(
+        "tp_comm_overlap overlaps the sequence-parallel exchanges with the GEMMs: it needs tp > 1 and "
+        "sequence_parallel: true (this plan: tp {}, sequence_parallel {})", p.tp, p.sequence_parallel));
   }
   if (later.p2p_sync && p.framework != core::Framework::kMegatron) {
     later.p2p_sync->fail(fmt::format("p2p_sync is how Megatron's pipeline exchanges wait (framework megatron); framework "

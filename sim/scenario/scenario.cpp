@@ -625,6 +625,7 @@ std::string plan_to_yaml(const core::PlanSpec& p, const core::ClusterSpec& clust
   if (p.launch_blocking) o += "launch_blocking: true\n";
   if (p.overlap_sync_param) o += "overlap_sync_param: true\n";
   if (!p.p2p_sync) o += "p2p_sync: false\n";
+  if (p.tp_comm_overlap) o += "tp_comm_overlap: true\n";
   if (p.model_code) {
     o += fmt::format("model_code: {}\n", core::model_code_name(*p.model_code));
   }

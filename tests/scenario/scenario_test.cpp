@@ -585,6 +585,41 @@ TEST(ScenarioPlan, P2pSyncIsMegatronsPipelineExchange) {
   expect_error(base + "  p2p_sync: maybe\n", {6, 13, "plan.p2p_sync", "true or false"});
 }
 
+// tp_comm_overlap: Transformer Engine's userbuffers overlap the sequence-parallel exchanges with the GEMMs: each
+// exchange's (tp - 1) / tp runs beside its block's compute on a stream of its own, not slowing it, its last chunk's
+// 1 / tp on the compute stream after it; the bytes on the wire are the same, the iteration shorter. It needs
+// sequence parallelism over tp > 1, and round-trips through the scenario file.
+TEST(ScenarioPlan, TpCommOverlapRunsTheExchangesBesideTheGemms) {
+  const std::string base = "model: {preset: llama2-70b, layers: 8}\ncluster: {preset: dgx-h100, nodes: 1}\n"
+                           "plan:\n  framework: megatron\n  tp: 4\n  sequence_parallel: true\n  micro_batch: 1\n"
+                           "  global_batch: 4\n  recompute: none\n";
+  const auto plain = parse_scenarios(base, "s.yaml").at(0);
+  const auto over = parse_scenarios(base + "  tp_comm_overlap: true\n", "s.yaml").at(0);
+  EXPECT_FALSE(plain.plan.tp_comm_overlap);
+  ASSERT_TRUE(over.plan.tp_comm_overlap);
+  const auto a = evaluate(plain), b = evaluate(over);
+  auto tp_bytes = [](const Evaluation& ev, graph::Stream stream) {
+    double sum = 0.0;
+    for (const auto& t : ev.graph.tasks()) {
+      if (t.kind == graph::TaskKind::kCollective && t.purpose == graph::Purpose::kTensorParallel && t.stream == stream) sum += t.bytes;
+    }
+    return sum;
+  };
+  const double total = tp_bytes(a, graph::Stream::kCompute);
+  ASSERT_GT(total, 0.0);
+  EXPECT_EQ(tp_bytes(a, graph::Stream::kTpOverlap), 0.0);
+  EXPECT_NEAR(tp_bytes(b, graph::Stream::kTpOverlap), 0.75 * total, 1e-6 * total);
+  EXPECT_NEAR(tp_bytes(b, graph::Stream::kCompute), 0.25 * total, 1e-6 * total);
+  EXPECT_LT(b.run.iteration_time.value(), a.run.iteration_time.value());
+  EXPECT_LT(b.run.roles[0].exposed_by_purpose[static_cast<std::size_t>(graph::Purpose::kTensorParallel)].value(),
+            0.5 * a.run.roles[0].exposed_by_purpose[static_cast<std::size_t>(graph::Purpose::kTensorParallel)].value());
+  const std::string file = (std::filesystem::temp_directory_path() / "shardsim_tp_comm_overlap.yaml").string();
+  std::ofstream(file) << base << "  tp_comm_overlap: true\n";
+  EXPECT_TRUE(parse_scenarios(scenario_with_plan(file, over.plan, over.cluster, "copy"), file).at(0).plan.tp_comm_overlap);
+  expect_error(replace(base, "  sequence_parallel: true\n", "") + "  tp_comm_overlap: true\n",
+               {9, 20, "plan.tp_comm_overlap", "sequence_parallel"});
+}
+
 // attention_kernel picks whose FlashAttention kernels run (llm-foundry's Triton port, cuDNN's, or FlashAttention-2's
 // CUDA kernels by default); it is written back, and it means nothing without FlashAttention.
 TEST(ScenarioPlan, AttentionKernelChoosesFlashAttentionsKernels) {
