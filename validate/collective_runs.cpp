@@ -28,7 +28,7 @@ bool is_number(const std::string& s) {
 
 // The collective a nccl-tests / rccl-tests binary runs ("all_reduce_perf" -> all-reduce); nullopt for the tests
 // shardsim does not model (broadcast, reduce, gather, scatter, hypercube).
-std::optional<graph::CollectiveOp> op_of_test(const std::string& test) {
+std::optional<graph::CollectiveOp> nccl_test_op(const std::string& test) {
   if (test == "all_reduce_perf") return graph::CollectiveOp::kAllReduce;
   if (test == "all_gather_perf") return graph::CollectiveOp::kAllGather;
   if (test == "reduce_scatter_perf") return graph::CollectiveOp::kReduceScatter;
@@ -39,7 +39,7 @@ std::optional<graph::CollectiveOp> op_of_test(const std::string& test) {
 
 // One test of the output: its "# Using devices" rank lines (each "Rank R [Group G] Pid P on HOST device D [BUS]
 // NAME") and what the ranks' hosts say about the placement.
-struct Section {
+struct NcclTestSection {
   std::optional<graph::CollectiveOp> op;  ///< from "# Collective test starting: NAME_perf"; nullopt: not named
   std::string test;                       ///< the test's name, where the file names it
   bool modelled = true;                   ///< false: a test shardsim does not model (its rows are skipped)
@@ -57,16 +57,16 @@ std::vector<CollectiveSample> parse_nccl_tests(const std::string& text, const st
                                                std::optional<graph::CollectiveOp> op, int ranks,
                                                std::vector<std::string>* skipped) {
   std::vector<CollectiveSample> out;
-  Section sec;
+  NcclTestSection part;
   // The header "#  size  count  type  redop  root  time ..." names the columns before the time; without one,
   // the type is followed by the time or by redop and root.
   std::optional<std::size_t> header_time_col;
   std::istringstream in(text);
   int line_no = 0;
   std::vector<std::size_t> section_begin{0};  // index into out of each section's first sample
-  std::vector<Section> sections;
+  std::vector<NcclTestSection> sections;
   auto close_section = [&] {
-    sections.push_back(sec);
+    sections.push_back(part);
     section_begin.push_back(out.size());
   };
   for (std::string line; std::getline(in, line);) {
@@ -78,28 +78,28 @@ std::vector<CollectiveSample> parse_nccl_tests(const std::string& text, const st
     if (w[0] == "#") {
       if (w.size() >= 5 && w[1] == "Collective" && w[2] == "test" && w[3] == "starting:") {
         close_section();
-        sec = Section{};
-        sec.line = line_no;
-        sec.test = w[4];
-        sec.op = op_of_test(w[4]);
-        sec.modelled = sec.op.has_value();
-        if (sec.op && op && *sec.op != *op) {
+        part = NcclTestSection{};
+        part.line = line_no;
+        part.test = w[4];
+        part.op = nccl_test_op(w[4]);
+        part.modelled = part.op.has_value();
+        if (part.op && op && *part.op != *op) {
           throw core::ConfigError({path, line_no, 1}, "",
                                   fmt::format("the collective asked for ({}), not {}",
                                               graph::collective_name(*op), w[4]));
         }
-        if (!sec.modelled && skipped) {
+        if (!part.modelled && skipped) {
           skipped->push_back(fmt::format("{}:{}: {} (shardsim models all_reduce, all_gather, reduce_scatter, "
                                          "alltoall and sendrecv)", path, line_no, w[4]));
         }
       }
       if (w.size() > 1 && w[1] == "Rank") {
-        ++sec.rank_lines;
+        ++part.rank_lines;
         const auto on = std::find(w.begin(), w.end(), "on");
-        if (on != w.end() && on + 1 != w.end()) ++sec.ranks_on_host[*(on + 1)];
+        if (on != w.end() && on + 1 != w.end()) ++part.ranks_on_host[*(on + 1)];
         const auto bus = std::find_if(w.begin(), w.end(), [](const std::string& x) { return x.starts_with('['); });
-        if (bus != w.end() && sec.device.empty()) {
-          for (auto it = bus + 1; it != w.end(); ++it) sec.device += (sec.device.empty() ? "" : " ") + *it;
+        if (bus != w.end() && part.device.empty()) {
+          for (auto it = bus + 1; it != w.end(); ++it) part.device += (part.device.empty() ? "" : " ") + *it;
         }
       }
       if (w.size() > 4 && w[1] == "size" && w[2] == "count" && w[3] == "type") {
@@ -114,14 +114,14 @@ std::vector<CollectiveSample> parse_nccl_tests(const std::string& text, const st
       throw core::ConfigError({path, line_no, 1}, "",
                               "a nccl-tests data line: size count type [redop root] time algbw busbw #wrong ...");
     }
-    if (!sec.modelled) continue;
+    if (!part.modelled) continue;
     const std::size_t time_col = header_time_col ? *header_time_col : is_number(w[3]) ? 3 : 5;
     if (w.size() <= time_col || !is_number(w[time_col])) {
       throw core::ConfigError({path, line_no, 1}, "", "a time in microseconds after size, count, type, redop, root");
     }
     CollectiveSample s;
-    s.op = sec.op ? *sec.op : op ? *op : graph::CollectiveOp::kAllReduce;
-    if (!sec.op && !op) {
+    s.op = part.op ? *part.op : op ? *op : graph::CollectiveOp::kAllReduce;
+    if (!part.op && !op) {
       throw core::ConfigError({path, line_no, 1}, "",
                               "the collective: the file names none (no \"# Collective test starting:\" line), so "
                               "give it (--op all_reduce|all_gather|reduce_scatter|alltoall|sendrecv)");
@@ -134,7 +134,7 @@ std::vector<CollectiveSample> parse_nccl_tests(const std::string& text, const st
   close_section();
   // Each section's ranks and placement: the rank count given, else its "# Rank" lines; ranks on each named host.
   for (std::size_t k = 0; k < sections.size(); ++k) {
-    const Section& c = sections[k];
+    const NcclTestSection& c = sections[k];
     if (section_begin[k] == section_begin[k + 1]) continue;  // no rows
     const int n = ranks > 0 ? ranks : c.rank_lines;
     const int at = c.line > 0 ? c.line : 1;

@@ -11,25 +11,25 @@
 namespace shardsim::report {
 namespace {
 
-std::string sec(double s) { return core::format_seconds(core::Seconds(s)); }
+std::string call_seconds(double s) { return core::format_seconds(core::Seconds(s)); }
 
-std::string bytes_range(const CollectiveRow& r) {
+std::string call_bytes_range(const CollectiveRow& r) {
   const std::string lo = core::format_bytes(core::Bytes(r.min_call_bytes));
   if (r.max_call_bytes <= r.min_call_bytes * (1.0 + 1e-9)) return lo;
   return fmt::format("{}-{}", lo, core::format_bytes(core::Bytes(r.max_call_bytes)));
 }
 
 // A point-to-point send and an all-to-all have no algorithm to pick: each rank sends to its peers directly.
-bool direct(graph::CollectiveOp op) { return op == graph::CollectiveOp::kSendRecv || op == graph::CollectiveOp::kAllToAll; }
+bool runs_direct(graph::CollectiveOp op) { return op == graph::CollectiveOp::kSendRecv || op == graph::CollectiveOp::kAllToAll; }
 
-std::string choice(const CollectiveRow& r) {
-  std::string a(direct(r.op) ? "direct" : core::algorithm_name(r.algorithm));
+std::string call_choice(const CollectiveRow& r) {
+  std::string a(runs_direct(r.op) ? "direct" : core::algorithm_name(r.algorithm));
   if (r.protocol) a += fmt::format(" {}", engine::protocol_name(*r.protocol));
   return a;
 }
 
 // The roles "where the time goes" shows: every one, or a long pipeline's first and last stage.
-bool shown(std::size_t role, std::size_t roles) { return roles <= 2 || role == 0 || role + 1 == roles; }
+bool role_shown(std::size_t role, std::size_t roles) { return roles <= 2 || role == 0 || role + 1 == roles; }
 
 }  // namespace
 
@@ -89,7 +89,7 @@ std::string render_collectives(const scenario::Scenario& s, const scenario::Eval
   std::string o;
   const auto& roles = ev.graph.roles();
   for (std::size_t ri = 0; ri < roles.size(); ++ri) {
-    if (!shown(ri, roles.size())) continue;
+    if (!role_shown(ri, roles.size())) continue;
     const auto rows = collective_rows(s, ev, static_cast<std::uint16_t>(ri));
     if (rows.empty()) continue;
     o += fmt::format("\ncollectives per iteration (rank role '{}'): each call as {} runs it, alone on the links\n",
@@ -105,8 +105,8 @@ std::string render_collectives(const scenario::Scenario& s, const scenario::Eval
       const double per_call = r.priced_s / static_cast<double>(r.calls);
       o += fmt::format("  {:<22} {:<15} {:<{}} {:>6} {:>5} {:>6}  {:<23} {:<12} {:>10} {:>7.1f}% {:>11} {:>11}\n",
                        graph::purpose_name(r.purpose), graph::collective_name(r.op), r.group, gw, r.ranks, r.nodes, r.calls,
-                       bytes_range(r), choice(r), sec(per_call), r.priced_s > 0 ? 100.0 * r.latency_s / r.priced_s : 0.0,
-                       sec(r.busy_s), sec(r.exposed_s));
+                       call_bytes_range(r), call_choice(r), call_seconds(per_call), r.priced_s > 0 ? 100.0 * r.latency_s / r.priced_s : 0.0,
+                       call_seconds(r.busy_s), call_seconds(r.exposed_s));
     }
   }
   if (!o.empty()) {
@@ -129,7 +129,7 @@ nlohmann::ordered_json collectives_json(const scenario::Scenario& s, const scena
       j["group"] = r.group;
       j["ranks"] = r.ranks;
       j["nodes"] = r.nodes;
-      j["algorithm"] = direct(r.op) ? "direct" : core::algorithm_name(r.algorithm);
+      j["algorithm"] = runs_direct(r.op) ? "direct" : core::algorithm_name(r.algorithm);
       j["protocol"] = r.protocol ? nlohmann::ordered_json(engine::protocol_name(*r.protocol)) : nlohmann::ordered_json();
       j["calls"] = r.calls;
       j["bytes"] = r.bytes;
