@@ -177,8 +177,7 @@ CollectiveEstimate library_collective(const LevelView& v, CollectiveOp op, doubl
   LibraryCall call;
   call.op = op;
   call.ranks = v.shape.size;
-  const int ppn = v.shape.within(v.cluster.node_level());
-  call.nodes = v.shape.size / ppn;
+  call.nodes = nodes_spanned(v.cluster, v.shape);
   call.bytes = m;
   if (ring_bandwidth_s <= 0.0 || m <= 0.0) {
     call.bus_Bps = 1.0;  // nothing to move: only the latency counts
@@ -299,10 +298,13 @@ CodecVolume codec_volume(CollectiveOp op, int n, double m) {
   return {};
 }
 
-bool crosses_nodes(const core::ClusterSpec& cluster, const GroupShape& shape) {
-  // A group no wider than its members inside one node's domain stays in the node.
-  return shape.size > shape.within(cluster.node_level());
+int nodes_spanned(const core::ClusterSpec& cluster, const GroupShape& shape) {
+  // Members are laid out evenly: the group's size over its members inside one node's domain.
+  if (shape.size <= 1) return 1;
+  return shape.size / shape.within(cluster.node_level());
 }
+
+bool crosses_nodes(const core::ClusterSpec& cluster, const GroupShape& shape) { return nodes_spanned(cluster, shape) > 1; }
 
 bool compresses(const core::ClusterSpec& cluster, const GroupShape& shape, CollectiveOp op, double payload) {
   if (shape.size <= 1 || !crosses_nodes(cluster, shape)) return false;

@@ -79,7 +79,10 @@ inline constexpr double kCompressionMinMessageBytes = 1024.0 * 1024.0;
  *  less (payload / n per step of a ring or an all-to-all, the payload of a send), runs uncompressed. */
 bool compresses(const core::ClusterSpec& cluster, const graph::GroupShape& shape, graph::CollectiveOp op,
                 double payload);
-/** @brief Whether a group has members on more than one node. Precondition: validated spec (ClusterSpec::node_level). */
+/** @brief The nodes a group's members sit on (1 for a single rank). Precondition: validated spec
+ *  (ClusterSpec::node_level). */
+int nodes_spanned(const core::ClusterSpec& cluster, const graph::GroupShape& shape);
+/** @brief Whether a group has members on more than one node (nodes_spanned > 1). */
 bool crosses_nodes(const core::ClusterSpec& cluster, const graph::GroupShape& shape);
 
 /** @brief estimate_collective with `codec` applied where it compresses (compresses()): the wire carries

@@ -39,7 +39,6 @@ std::vector<CollectiveRow> collective_rows(const scenario::Scenario& s, const sc
   // The analytical engine's price of each call (the library model: algorithm, protocol, latency) whatever engine
   // ran the iteration; the run's own timings give the busy time.
   const engine::AnalyticalEngine pricer(s.cluster, s.plan.algorithm);
-  const int node_level = s.cluster.node_level();
   std::vector<CollectiveRow> rows;
   const auto& tasks = g.tasks();
   for (std::size_t i = 0; i < tasks.size(); ++i) {
@@ -58,8 +57,7 @@ std::vector<CollectiveRow> collective_rows(const scenario::Scenario& s, const sc
       r.op = t.op;
       r.group = group.name;
       r.ranks = group.shape.size;
-      const int in_node = group.shape.size > 1 ? group.shape.within(node_level) : 1;
-      r.nodes = std::max(1, group.shape.size / std::max(1, in_node));
+      r.nodes = engine::nodes_spanned(s.cluster, group.shape);
       r.algorithm = e.algorithm;
       r.protocol = e.protocol;
       r.min_call_bytes = per_call;
