@@ -41,7 +41,6 @@ std::optional<graph::CollectiveOp> nccl_test_op(const std::string& test) {
 // NAME") and what the ranks' hosts say about the placement.
 struct NcclTestSection {
   std::optional<graph::CollectiveOp> op;  ///< from "# Collective test starting: NAME_perf"; nullopt: not named
-  std::string test;                       ///< the test's name, where the file names it
   bool modelled = true;                   ///< false: a test shardsim does not model (its rows are skipped)
   int line = 0;                           ///< where the section starts
   int rank_lines = 0;
@@ -80,7 +79,6 @@ std::vector<CollectiveSample> parse_nccl_tests(const std::string& text, const st
         close_section();
         part = NcclTestSection{};
         part.line = line_no;
-        part.test = w[4];
         part.op = nccl_test_op(w[4]);
         part.modelled = part.op.has_value();
         if (part.op && op && *part.op != *op) {
@@ -119,13 +117,13 @@ std::vector<CollectiveSample> parse_nccl_tests(const std::string& text, const st
     if (w.size() <= time_col || !is_number(w[time_col])) {
       throw core::ConfigError({path, line_no, 1}, "", "a time in microseconds after size, count, type, redop, root");
     }
-    CollectiveSample s;
-    s.op = part.op ? *part.op : op ? *op : graph::CollectiveOp::kAllReduce;
     if (!part.op && !op) {
       throw core::ConfigError({path, line_no, 1}, "",
                               "the collective: the file names none (no \"# Collective test starting:\" line), so "
                               "give it (--op all_reduce|all_gather|reduce_scatter|alltoall|sendrecv)");
     }
+    CollectiveSample s;
+    s.op = part.op ? *part.op : *op;
     s.bytes = std::strtod(w[0].c_str(), nullptr);
     s.seconds = std::strtod(w[time_col].c_str(), nullptr) * 1e-6;
     s.where = fmt::format("{}:{}", path, line_no);
