@@ -16,15 +16,15 @@
 namespace shardsim::strategies {
 
 /** @brief One sequence-parallel exchange under Transformer Engine's userbuffers (PlanSpec::tp_comm_overlap): its
- *  (tp - 1) / tp beside the compute task `unit_task` (on kTpOverlap, from when that task may start), its last chunk's
- *  1 / tp on the compute stream after both. */
+ *  (tp - 1) / tp beside its unit's compute (on kTpOverlap, from when that compute may start: after `starts_after`, the
+ *  compute stream's task before it), its last chunk's 1 / tp on the compute stream after both. */
 inline void add_overlapped_exchange(graph::TaskGraph& g, std::uint16_t role, std::uint16_t tp_group, const ModelCosts& costs,
-                                    const core::PlanSpec& plan, graph::CollectiveOp op, graph::TaskId unit_task,
-                                    std::int32_t unit, std::int32_t micro) {
+                                    const core::PlanSpec& plan, graph::CollectiveOp op,
+                                    std::optional<graph::TaskId> starts_after, std::int32_t unit, std::int32_t micro) {
   const double t = plan.tp;
   const graph::TaskId hidden = g.add_collective(role, graph::Stream::kTpOverlap, op, graph::Purpose::kTensorParallel, tp_group,
                                                 costs.tp_allreduce_bytes * ((t - 1.0) / t), unit, micro);
-  if (const auto before = g.previous_on_stream(unit_task)) g.add_dep(hidden, *before);
+  if (starts_after) g.add_dep(hidden, *starts_after);
   const graph::TaskId last = g.add_collective(role, graph::Stream::kCompute, op, graph::Purpose::kTensorParallel, tp_group,
                                               costs.tp_allreduce_bytes / t, unit, micro);
   g.add_dep(last, hidden);
@@ -41,9 +41,10 @@ inline void add_tensor_parallel(graph::TaskGraph& g, std::uint16_t role, std::ui
     SHARDSIM_ASSERT(g.tasks()[unit_task].kind == graph::TaskKind::kCompute &&
                         g.tasks()[unit_task].stream == graph::Stream::kCompute && g.tasks()[unit_task].role == role,
                     "tensor-parallel exchanges follow their unit's compute");
+    const std::optional<graph::TaskId> before = g.previous_on_stream(unit_task);
     for (int c = 0; c < count; ++c) {
-      add_overlapped_exchange(g, role, tp_group, costs, plan, graph::CollectiveOp::kReduceScatter, unit_task, unit, micro);
-      add_overlapped_exchange(g, role, tp_group, costs, plan, graph::CollectiveOp::kAllGather, unit_task, unit, micro);
+      add_overlapped_exchange(g, role, tp_group, costs, plan, graph::CollectiveOp::kReduceScatter, before, unit, micro);
+      add_overlapped_exchange(g, role, tp_group, costs, plan, graph::CollectiveOp::kAllGather, before, unit, micro);
     }
     return;
   }
