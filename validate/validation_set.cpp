@@ -107,6 +107,8 @@ std::optional<core::SourceLocation> locate(const ConfigNode& base, const std::st
 
 // Builds a row's scenario; the model's refusal (a ConfigError from the scenario) is kept as the row's reason.
 void make_scenario(Row& row, const ConfigNode& base, const std::vector<std::pair<std::string, ConfigNode>>& changes) {
+  row.base = base;
+  row.changes = changes;
   try {
     row.scenario = scenario::parse_variant(base, changes);
     row.scenario->name = row.id;
@@ -243,6 +245,11 @@ void parse_table(const ConfigNode& n, const ConfigNode& base, int per_node, Vali
 }
 
 }  // namespace
+
+std::string scenario_yaml(const Row& row, const std::string& set_id) {
+  if (!row.base) throw std::logic_error("a validation row without its set's base");
+  return scenario::variant_yaml(*row.base, row.changes, set_id + "/" + row.id);
+}
 
 std::string_view metric_key(Metric m) { return kMetricKeys[static_cast<std::size_t>(m)]; }
 

@@ -67,7 +67,14 @@ struct Row {
   /// the row's scenario; empty when the model refused its inputs (then `refused` says why)
   std::optional<scenario::Scenario> scenario;
   std::string refused;
+  /// the set's base and the row's changes to it, from which scenario_yaml writes the row as a scenario file
+  std::optional<scenario::ConfigNode> base;
+  std::vector<std::pair<std::string, scenario::ConfigNode>> changes;
 };
+
+/** @brief The row's scenario as the YAML of a scenario file (named `set/row`) that `shardsim run` runs as the
+ *  validation runs it. Throws core::ConfigError for a row whose keys the model refused. */
+std::string scenario_yaml(const Row& row, const std::string& set_id);
 
 struct Claim {
   enum class Kind { kRatio, kOrder };

@@ -217,6 +217,36 @@ int cmd_calibrate(const std::vector<std::string>& args) {
   return kOk;
 }
 
+namespace {
+
+// `validate --scenario`: the row named `which` (ROW or SET/ROW) as a scenario file, with where it comes from.
+std::string row_scenario(const std::vector<validate::ValidationSet>& sets, const std::string& which) {
+  const auto slash = which.find('/');
+  const std::string set_id = slash == std::string::npos ? "" : which.substr(0, slash);
+  const std::string row_id = slash == std::string::npos ? which : which.substr(slash + 1);
+  std::vector<std::pair<const validate::ValidationSet*, const validate::Row*>> found;
+  for (const auto& set : sets) {
+    if (!set_id.empty() && set.id != set_id) continue;
+    for (const auto& row : set.rows) {
+      if (row.id == row_id) found.emplace_back(&set, &row);
+    }
+  }
+  if (found.empty()) throw UsageError(fmt::format("--scenario: no row '{}' in the sets run", which));
+  if (found.size() > 1) {
+    std::vector<std::string> names;
+    for (const auto& [set, row] : found) names.push_back(set->id + "/" + row->id);
+    throw UsageError(fmt::format("--scenario: '{}' names rows of several sets; name one of {}", which,
+                                 scenario::join(names)));
+  }
+  const auto& [set, row] = found.front();
+  if (!row->scenario) throw UsageError(fmt::format("--scenario: the model refuses {}/{}: {}", set->id, row->id,
+                                                   row->refused));
+  return fmt::format("# validation set {} ({}), row {}: {}\n", set->id, set->role, row->id, row->cite) +
+         validate::scenario_yaml(*row, set->id);
+}
+
+}  // namespace
+
 int cmd_validate(const std::vector<std::string>& args) {
   po::options_description opts("shardsim validate [SET...] [options]\n\nRuns every row of the validation sets (published "
                                "measurements of real training runs, each with its citation) and prints measured next to "
@@ -236,7 +266,10 @@ int cmd_validate(const std::vector<std::string>& args) {
       "csv", po::value<std::string>(), "also write one line per row and metric as CSV to this file")(
       "calibration", po::value<std::string>(), "apply this calibration file to every row (shardsim calibrate -o)")(
       "write-bands", po::value<std::string>(), "write the error bands that shardsim run quotes to this file "
-                                               "(validate/error_bands.yaml)");
+                                               "(validate/error_bands.yaml)")(
+      "scenario", po::value<std::string>(),
+      "print this row (ROW, or SET/ROW where sets share row ids) as a scenario file that `shardsim run` takes, and "
+      "run nothing: a validated run's report, trace or collectives, or a what-if from it");
   po::positional_options_description pos;
   pos.add("sets", -1);
   const auto vm = parse(args, opts, pos);
@@ -253,6 +286,10 @@ int cmd_validate(const std::vector<std::string>& args) {
     std::erase_if(sets, [&](const auto& s) { return s.role != role; });
   }
   if (sets.empty()) throw UsageError(fmt::format("no validation sets to run (folder {})", dir));
+  if (vm.count("scenario")) {
+    std::cout << row_scenario(sets, vm["scenario"].as<std::string>());
+    return kOk;
+  }
   std::string calibrated;  // which rows took the calibration, printed above the table
   if (vm.count("calibration")) {
     const std::string path = vm["calibration"].as<std::string>();

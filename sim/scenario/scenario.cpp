@@ -244,10 +244,25 @@ void check_change_value(const ConfigNode& value, const std::string& key) {
   }
 }
 
-}  // namespace
+// A scenario's YAML as a file that runs from anywhere: the files it names relative to `path`, the file it came from
+// (a Hugging Face config, a machine file), made absolute.
+std::string emit_runnable(YAML::Node out, const std::string& path) {
+  for (const auto& [section, key] : {std::pair{"model", "hf_config"}, std::pair{"cluster", "machine"}}) {
+    if (!out[section] || !out[section].IsMap() || !out[section][key]) continue;
+    const std::filesystem::path f = out[section][key].as<std::string>();
+    if (f.is_relative()) {
+      out[section][key] =
+          std::filesystem::absolute(std::filesystem::path(path).parent_path() / f).lexically_normal().string();
+    }
+  }
+  YAML::Emitter e;
+  e << out;
+  return std::string(e.c_str()) + "\n";
+}
 
-Scenario parse_variant(const ConfigNode& base, const std::vector<std::pair<std::string, ConfigNode>>& changes,
-                       std::string* label) {
+// The base with the changes applied, checked as parse_variant checks them; `label` receives them as a variant's label.
+YAML::Node apply_changes(const ConfigNode& base, const std::vector<std::pair<std::string, ConfigNode>>& changes,
+                         std::string* label) {
   if (!base.yaml().IsMap()) base.fail("expected a scenario: a map with model, cluster and plan");
   base.expect_map({"name", "description", "engine", "model", "cluster", "plan"});
   YAML::Node copy = YAML::Clone(base.yaml());
@@ -258,6 +273,21 @@ Scenario parse_variant(const ConfigNode& base, const std::vector<std::pair<std::
     variant += fmt::format("{}{}", variant.empty() ? "" : ", ", apply_change(copy, key, value));
   }
   if (label) *label = variant;
+  return copy;
+}
+
+}  // namespace
+
+std::string variant_yaml(const ConfigNode& base, const std::vector<std::pair<std::string, ConfigNode>>& changes,
+                         const std::string& name) {
+  YAML::Node copy = apply_changes(base, changes, nullptr);
+  copy["name"] = name;
+  return emit_runnable(copy, base.file());
+}
+
+Scenario parse_variant(const ConfigNode& base, const std::vector<std::pair<std::string, ConfigNode>>& changes,
+                       std::string* label) {
+  YAML::Node copy = apply_changes(base, changes, label);
   ConfigNode vroot(copy, std::make_shared<const std::string>(base.file()), base.path(), base.location());
   return parse_one(vroot, std::filesystem::path(base.file()).parent_path());
 }
@@ -673,19 +703,7 @@ std::string scenario_with_plan(const std::string& path, const core::PlanSpec& pl
   out.remove("sweep");
   out["name"] = name;
   out["plan"] = YAML::Load(plan_to_yaml(plan, cluster));
-  // Files named relative to the scenario (a Hugging Face config, a machine file): absolute, so that the copy runs
-  // from anywhere.
-  for (const auto& [section, key] : {std::pair{"model", "hf_config"}, std::pair{"cluster", "machine"}}) {
-    if (!out[section] || !out[section].IsMap() || !out[section][key]) continue;
-    const std::filesystem::path f = out[section][key].as<std::string>();
-    if (f.is_relative()) {
-      out[section][key] =
-          std::filesystem::absolute(std::filesystem::path(path).parent_path() / f).lexically_normal().string();
-    }
-  }
-  YAML::Emitter e;
-  e << out;
-  return std::string(e.c_str()) + "\n";
+  return emit_runnable(out, path);
 }
 
 std::vector<Scenario> parse_scenarios(const std::string& text, const std::string& file,

@@ -81,6 +81,11 @@ std::vector<Scenario> load_scenarios(const std::string& path, const std::vector<
  *  variant's label. Throws core::ConfigError. */
 Scenario parse_variant(const ConfigNode& base, const std::vector<std::pair<std::string, ConfigNode>>& changes,
                        std::string* label = nullptr);
+/** @brief The scenario parse_variant(base, changes) reads, as the YAML text of a scenario file named `name` that runs
+ *  as is from anywhere (files the base names relative to its own, a Hugging Face config or a machine file, made
+ *  absolute). Throws core::ConfigError for a change parse_variant would refuse. */
+std::string variant_yaml(const ConfigNode& base, const std::vector<std::pair<std::string, ConfigNode>>& changes,
+                         const std::string& name);
 /// The most points a sweep may have (the product of its axes' lengths): checked before any point is made.
 inline constexpr double kMaxSweepPoints = 1e6;
 

@@ -245,6 +245,38 @@ TEST(Validate, ASetOfOurOwnRowsTableAndRefusal) {
   fs::remove_all(d);
 }
 
+// --scenario prints a row as a scenario file: run, it predicts what the validation predicted for the row (a table's
+// row, its devices key made whole nodes, included); a row id that is not there, or that two sets share without the
+// set named, and a row the model refuses are usage errors.
+TEST(Validate, ARowAsAScenarioRunsAsTheValidationRanIt) {
+  const fs::path d = temp_dir("validate-row");
+  const fs::path f = write_set(d);
+  const auto j = validate_json("'" + f.string() + "'");
+  for (const std::string id : {"b", "t2"}) {
+    const Outcome r = run("validate '" + f.string() + "' --scenario " + id, false);
+    ASSERT_EQ(r.code, 0) << r.out;
+    EXPECT_EQ(r.out.rfind("# validation set mine (check), row " + id + ": ", 0), 0u) << r.out;
+    EXPECT_NE(r.out.find("name: mine/" + id + "\n"), std::string::npos) << r.out;
+    std::ofstream(d / "row.yaml") << r.out;
+    ASSERT_EQ(run("run '" + (d / "row.yaml").string() + "' --json '" + (d / "row.json").string() + "'").code, 0);
+    const auto jr = nlohmann::json::parse(read(d / "row.json"))["results"][0];
+    bool seen = false;
+    for (const auto& row : j["rows"]) {
+      if (row["id"] != id || row["metric"] != "iteration_time") continue;
+      EXPECT_DOUBLE_EQ(row["predicted"].get<double>(), jr["performance"]["iteration_time_s"].get<double>()) << id;
+      seen = true;
+    }
+    EXPECT_TRUE(seen) << id;
+  }
+  EXPECT_EQ(run("validate '" + f.string() + "' --scenario mine/a", false).code, 0);
+  for (const std::string bad : {"nope", "other/a", "refused"}) {
+    const Outcome r = run("validate '" + f.string() + "' --scenario " + bad);
+    EXPECT_EQ(r.code, 2) << bad << r.out;
+    EXPECT_NE(r.out.find("--scenario"), std::string::npos) << r.out;
+  }
+  fs::remove_all(d);
+}
+
 // --by groups each set's numeric rows by the values of scenario axes: every numeric row lands in exactly one group,
 // each group's statistics are those of its rows, and an unknown axis is a usage error (exit 2) naming the axes.
 TEST(Validate, ErrorsGroupedByAxes) {

@@ -254,3 +254,35 @@ TEST(ValidationClaims, RatiosMustReproduceThePublishedEffect) {
 }
 
 }  // namespace
+
+// Every shipped row written as a scenario file (validate --scenario) reads back to the scenario the validation runs:
+// the same model, machine and plan, and the same prediction (every 25th row evaluated, the whole of each set's
+// keys checked through the parse).
+TEST(ValidationSet, EveryShippedRowWritesAScenarioThatReadsBackTheSame) {
+  const auto sets = validate::load_validation_sets(std::string(SHARDSIM_SOURCE_DIR) + "/validate/data");
+  std::size_t rows = 0;
+  for (const auto& set : sets) {
+    for (const auto& row : set.rows) {
+      if (!row.scenario) continue;
+      const std::string yaml = validate::scenario_yaml(row, set.id);
+      const auto back = scenario::parse_scenarios(yaml, "row.yaml");
+      ASSERT_EQ(back.size(), 1u) << set.id << "/" << row.id;
+      const auto& s = back[0];
+      const auto& r = *row.scenario;
+      const std::string where = set.id + "/" + row.id;
+      EXPECT_EQ(s.name, where);
+      EXPECT_DOUBLE_EQ(s.model.total_params(), r.model.total_params()) << where;
+      EXPECT_EQ(s.cluster.total_devices(), r.cluster.total_devices()) << where;
+      EXPECT_EQ(s.cluster.name, r.cluster.name) << where;
+      EXPECT_EQ(s.plan.dp, r.plan.dp) << where;
+      EXPECT_EQ(s.plan.tp, r.plan.tp) << where;
+      EXPECT_EQ(s.plan.pp, r.plan.pp) << where;
+      EXPECT_EQ(s.plan.global_batch, r.plan.global_batch) << where;
+      if (rows++ % 25 == 0) {
+        EXPECT_DOUBLE_EQ(scenario::evaluate(s).run.iteration_time.value(),
+                         scenario::evaluate(r).run.iteration_time.value()) << where;
+      }
+    }
+  }
+  EXPECT_GT(rows, 1900u);
+}
