@@ -90,10 +90,16 @@ std::vector<LinearLayer> linear_layers(const core::ModelSpec& m, const core::Pla
           {"logits", {tokens, static_cast<double>(m.vocab) / t, h}}};
 }
 
+TensorLayout tensor_layout(const core::ModelSpec& m, const core::PlanSpec& plan) {
+  if (plan.megatron_model_code()) return {true, true};
+  return {m.fused_qkv, m.fused_gate_up};
+}
+
 std::vector<GemmShape> block_matmul_sequence(const core::ModelSpec& m, const core::PlanSpec& plan) {
   const auto [t, tokens, h, f, kv] = block_dims(m, plan);
+  const TensorLayout layout = tensor_layout(m, plan);
   std::vector<GemmShape> out;
-  if (m.fused_qkv) {
+  if (layout.fused_qkv) {
     out.push_back({tokens, (h + 2.0 * kv) / t, h});
   } else {
     out.push_back({tokens, h / t, h});
@@ -101,7 +107,11 @@ std::vector<GemmShape> block_matmul_sequence(const core::ModelSpec& m, const cor
     out.push_back({tokens, kv / t, h});
   }
   out.push_back({tokens, h, h / t});
-  for (int i = 0; i < (m.mlp == core::MlpKind::kSwiglu ? 2 : 1); ++i) out.push_back({tokens, f / t, h});
+  if (m.mlp == core::MlpKind::kSwiglu && layout.fused_gate_up) {
+    out.push_back({tokens, 2.0 * f / t, h});
+  } else {
+    for (int i = 0; i < (m.mlp == core::MlpKind::kSwiglu ? 2 : 1); ++i) out.push_back({tokens, f / t, h});
+  }
   out.push_back({tokens, h, f / t});
   return out;
 }
@@ -136,11 +146,13 @@ Float8Casts float8_casts(const core::ModelSpec& m, const core::PlanSpec& plan) {
   }
   // Compiled: one cast of each distinct input (k and v take q's input, SwiGLU's up the gate's), both layouts
   // written.
-  const std::size_t attention_inputs = m.fused_qkv ? 1 : 3;
+  const TensorLayout layout = tensor_layout(m, plan);
+  const std::size_t attention_inputs = layout.fused_qkv ? 1 : 3;
   const std::size_t up = seq.size() - 2;  // SwiGLU's up (the gate before it), or the MLP's only up projection
+  const bool separate_up = m.mlp == core::MlpKind::kSwiglu && !layout.fused_gate_up;
   for (std::size_t i = 0; i < seq.size(); ++i) {
     const GemmShape& g = seq[i];
-    const bool shares_input = (i > 0 && i < attention_inputs) || (m.mlp == core::MlpKind::kSwiglu && i == up);
+    const bool shares_input = (i > 0 && i < attention_inputs) || (separate_up && i == up);
     if (!shares_input) {
       c.forward_bytes += (e + 2.0) * g.m * g.k;
       c.forward_kernels += 1;

@@ -39,6 +39,18 @@ struct LinearLayer {
   const char* name;  ///< qkv, attn_out, mlp_up, mlp_down, logits
   GemmShape fwd;
 };
+/// How a block's projections are laid out as weight tensors: what a framework fetches, reduces and hooks tensor by
+/// tensor, and the GEMMs an op-level recomputation policy or a float8 recipe sees one by one.
+struct TensorLayout {
+  bool fused_qkv = true;      ///< one QKV weight, or q, k and v
+  bool fused_gate_up = true;  ///< SwiGLU's gate and up as one weight, or two
+};
+/** @brief The layout `model`'s blocks have under `plan`'s model code: Megatron's fuses both whatever the model's
+ *  own code does (Megatron-LM and Megatron-DeepSpeed ParallelAttention.query_key_value and ParallelMLP.dense_h_to_4h,
+ *  doubled for a gated unit: sajal-vt/Megatron-DeepSpeed-ORNL@7f7cea3 megatron/model/transformer.py:88-92;
+ *  Megatron-Core's linear_qkv and linear_fc1); other model code has the model's own (fused_qkv, fused_gate_up). */
+TensorLayout tensor_layout(const core::ModelSpec& model, const core::PlanSpec& plan);
+
 /** @brief The linear layers of one block (column-parallel QKV and MLP-up, row-parallel output and MLP-down) and
  *  the vocabulary-parallel logits, for `model` under `plan` (micro-batch, tp). The kernel timing and the GEMM
  *  sweep of `shardsim-validate bench` both take their shapes from here. */

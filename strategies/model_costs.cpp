@@ -212,11 +212,14 @@ ModelCosts compute_model_costs(const core::ModelSpec& m, const core::PlanSpec& p
     blk.recompute_mem = core::Bytes(again.elementwise ? elementwise + casts.forward_bytes + att_traffic : att_traffic);
   }
   blk.tp_allreduces = plan.tp > 1 ? 2 : 0;
-  // QKV (or q, k, v) and the output projection, the MLP's two or three linears, two norms.
-  blk.modules = (m.fused_qkv ? 2 : 4) + (swiglu ? 3 : 2) + 2;
+  // QKV (or q, k, v) and the output projection, the MLP's two or three linears (gate and up as one where the model
+  // code fuses them), two norms.
+  const TensorLayout layout = tensor_layout(m, plan);
+  const bool separate_gate_up = swiglu && !layout.fused_gate_up;
+  blk.modules = (layout.fused_qkv ? 2 : 4) + (separate_gate_up ? 3 : 2) + 2;
   const int norm_tensors = m.norm == core::NormKind::kLayerNorm ? 2 : 1;
   blk.tensors = (blk.modules - 2) * (m.linear_bias ? 2 : 1) + 2 * norm_tensors +
-                (!m.linear_bias && m.qkv_bias ? (m.fused_qkv ? 1 : 3) : 0);
+                (!m.linear_bias && m.qkv_bias ? (layout.fused_qkv ? 1 : 3) : 0);
   // The weights per tensor-parallel rank that DeepSpeed's persistence threshold compares (norms: h elements).
   const double persist = plan.persistence_threshold.value() / core::dtype_bytes(m.param_dtype);
   auto gathered = [&](double weight) { return weight > persist ? 1 : 0; };
@@ -227,10 +230,13 @@ ModelCosts compute_model_costs(const core::ModelSpec& m, const core::PlanSpec& p
     return n;
   };
   const int norms_gathered = 2 * gathered(h);
-  if (m.fused_qkv) {
-    blk.weights = {TensorGroup{h * (h + 2.0 * kv) / t, 1}, TensorGroup{h * h / t, 1}, TensorGroup{h * f / t, swiglu ? 3 : 2}};
+  // The MLP's weights: its up and down projections, SwiGLU's gate beside its up or fused with it.
+  const TensorGroup mlp = swiglu && !separate_gate_up ? TensorGroup{2.0 * h * f / t, 1} : TensorGroup{h * f / t, swiglu ? 2 : 1};
+  const TensorGroup down{h * f / t, 1};
+  if (layout.fused_qkv) {
+    blk.weights = {TensorGroup{h * (h + 2.0 * kv) / t, 1}, TensorGroup{h * h / t, 1}, mlp, down};
   } else {
-    blk.weights = {TensorGroup{h * h / t, 2}, TensorGroup{h * kv / t, 2}, TensorGroup{h * f / t, swiglu ? 3 : 2}};
+    blk.weights = {TensorGroup{h * h / t, 2}, TensorGroup{h * kv / t, 2}, mlp, down};
   }
   blk.gathered_modules = gathered_weights(blk) + norms_gathered;
 
@@ -242,7 +248,7 @@ ModelCosts compute_model_costs(const core::ModelSpec& m, const core::PlanSpec& p
   emb.tp_allreduces = plan.tp > 1 ? 1 : 0;
   emb.modules = m.position == core::PositionKind::kLearned ? 2 : 1;
   emb.tensors = emb.modules;
-  emb.weights = {TensorGroup{m.vocab * h / t, 1}, TensorGroup{s * h, emb.modules == 2 ? 1 : 0}, TensorGroup{}};
+  emb.weights = {TensorGroup{m.vocab * h / t, 1}, TensorGroup{s * h, emb.modules == 2 ? 1 : 0}, TensorGroup{}, TensorGroup{}};
   emb.gathered_modules = gathered_weights(emb);
 
   // ---- head: final norm, output projection (vocabulary-parallel), cross-entropy in fp32 ----
@@ -264,7 +270,7 @@ ModelCosts compute_model_costs(const core::ModelSpec& m, const core::PlanSpec& p
   if (loss == core::CrossEntropy::kTorch) head.fwd_transient = core::Bytes(logits * 4.0);
   head.modules = m.tied_embeddings ? 1 : 2;  // final norm (+ the output projection unless tied)
   head.tensors = norm_tensors + (m.tied_embeddings ? 0 : 1);
-  head.weights = {TensorGroup{m.vocab * h / t, m.tied_embeddings ? 0 : 1}, TensorGroup{}, TensorGroup{}};
+  head.weights = {TensorGroup{m.vocab * h / t, m.tied_embeddings ? 0 : 1}, TensorGroup{}, TensorGroup{}, TensorGroup{}};
   head.gathered_modules = norms_gathered / 2 + gathered_weights(head);
 
   if (device) {
@@ -286,7 +292,7 @@ ModelCosts compute_model_costs(const core::ModelSpec& m, const core::PlanSpec& p
   const bool bias = m.linear_bias;
   const bool qkv_bias = bias || m.qkv_bias;
   out.block_modules.push_back(norm);
-  if (m.fused_qkv) {
+  if (layout.fused_qkv) {
     out.block_modules.push_back(linear(h * (h + 2.0 * kv) / t, qkv_bias ? (h + 2.0 * kv) / t : 0.0));
   } else {
     out.block_modules.push_back(linear(h * h / t, qkv_bias ? h / t : 0.0));
@@ -295,7 +301,11 @@ ModelCosts compute_model_costs(const core::ModelSpec& m, const core::PlanSpec& p
   }
   out.block_modules.push_back(linear(h * h / t, bias ? h : 0.0));
   out.block_modules.push_back(norm);
-  for (int i = 0; i < (swiglu ? 2 : 1); ++i) out.block_modules.push_back(linear(h * f / t, bias ? f / t : 0.0));
+  if (swiglu && !separate_gate_up) {
+    out.block_modules.push_back(linear(2.0 * h * f / t, bias ? 2.0 * f / t : 0.0));
+  } else {
+    for (int i = 0; i < (swiglu ? 2 : 1); ++i) out.block_modules.push_back(linear(h * f / t, bias ? f / t : 0.0));
+  }
   out.block_modules.push_back(linear(h * f / t, bias ? h : 0.0));
   out.embedding_modules.push_back(ModuleParams{{m.vocab * h / t, 0.0}, 1});
   if (m.position == core::PositionKind::kLearned) out.embedding_modules.push_back(ModuleParams{{s * h, 0.0}, 1});

@@ -52,7 +52,7 @@ struct UnitCost {
   [[nodiscard]] bool recomputes() const { return recompute_flops.value() > 0.0 || recompute_mem.value() > 0.0; }
   /// its weight matrices and embedding tables by size (norms and biases, a hidden's length, left out): what
   /// depends on one tensor's size, such as whether DeepSpeed's ZeRO-3 keeps it persistent
-  std::array<TensorGroup, 3> weights{};
+  std::array<TensorGroup, 4> weights{};
   /// durations on the device from its kernels (kernel_model.hpp); negative: not timed (no device given), the
   /// engine then runs the FLOPs and bytes above at the device's flat rates
   core::Seconds fwd_time{-1.0}, bwd_time{-1.0}, recompute_time{-1.0};

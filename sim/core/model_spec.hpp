@@ -30,6 +30,9 @@ struct ModelSpec {
   bool linear_bias = true;
   bool tied_embeddings = false;
   bool fused_qkv = true;  ///< one QKV projection (GPT-NeoX, Megatron) or separate q, k, v (Hugging Face LLaMA)
+  /// SwiGLU's gate and up projections as one weight (Phi-3's gate_up_proj) or two (Hugging Face LLaMA's gate_proj
+  /// and up_proj). Megatron's model code fuses both this and the QKV whatever the model says (tensor_layout).
+  bool fused_gate_up = false;
   bool qkv_bias = false;  ///< biases on the query, key and value projections only (Qwen2), where linear_bias is off
   /// whether training applies dropout (Megatron's GPTs: 0.1 after attention and MLP, and on the attention
   /// probabilities). Without it nothing keeps a mask: PyTorch's dropout returns its input when p = 0

@@ -56,7 +56,11 @@ void apply_model_fields(const ConfigNode& n, core::ModelSpec& m) {
   if (auto v = n.find("tied_embeddings")) m.tied_embeddings = v->as_bool();
   if (auto v = n.find("dropout")) m.dropout = v->as_bool();
   if (auto v = n.find("fused_qkv")) m.fused_qkv = v->as_bool();
+  if (auto v = n.find("fused_gate_up")) m.fused_gate_up = v->as_bool();
   if (auto v = n.find("qkv_bias")) m.qkv_bias = v->as_bool();
+  if (auto v = n.find("fused_gate_up"); v && m.fused_gate_up && m.mlp != core::MlpKind::kSwiglu) {
+    v->fail("true only with mlp: swiglu (a GeLU MLP has one up projection)");
+  }
   if (auto d = n.find("dtypes")) {
     d->expect_map({"params", "grads", "optimizer"});
     if (auto v = d->find("params")) m.param_dtype = parse_dtype_node(*v);
@@ -73,7 +77,7 @@ core::ModelSpec parse_model(const ConfigNode& n, const std::filesystem::path& ba
                        suggest(name, core::model_preset_names()), join(core::model_preset_names())));
   }
   n.expect_map({"preset", "hf_config", "name", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab",
-                "seq_len", "mlp", "norm", "position", "linear_bias", "tied_embeddings", "fused_qkv", "qkv_bias", "dropout",
+                "seq_len", "mlp", "norm", "position", "linear_bias", "tied_embeddings", "fused_qkv", "fused_gate_up", "qkv_bias", "dropout",
                 "dtypes"});
   core::ModelSpec m;
   if (n.has("preset") && n.has("hf_config")) n.get("hf_config").fail("give either preset or hf_config, not both");
@@ -494,8 +498,9 @@ std::string model_to_yaml(const core::ModelSpec& m) {
   o += fmt::format("mlp: {}\nnorm: {}\nposition: {}\n", m.mlp == core::MlpKind::kGelu ? "gelu" : "swiglu",
                    m.norm == core::NormKind::kLayerNorm ? "layernorm" : "rmsnorm",
                    m.position == core::PositionKind::kRotary ? "rotary" : "learned");
-  o += fmt::format("linear_bias: {}\ntied_embeddings: {}\nfused_qkv: {}\nqkv_bias: {}\ndropout: {}\n", m.linear_bias,
-                   m.tied_embeddings, m.fused_qkv, m.qkv_bias, m.dropout);
+  o += fmt::format("linear_bias: {}\ntied_embeddings: {}\nfused_qkv: {}\n", m.linear_bias, m.tied_embeddings, m.fused_qkv);
+  if (m.mlp == core::MlpKind::kSwiglu) o += fmt::format("fused_gate_up: {}\n", m.fused_gate_up);
+  o += fmt::format("qkv_bias: {}\ndropout: {}\n", m.qkv_bias, m.dropout);
   o += fmt::format("dtypes: {{params: {}, grads: {}, optimizer: {}}}\n", core::dtype_name(m.param_dtype),
                    core::dtype_name(m.grad_dtype), core::dtype_name(m.optimizer_dtype));
   return o;

@@ -119,6 +119,16 @@ TEST(Scenario, AttentionScheduleKeysThatWouldDoNothingAreRefused) {
   EXPECT_DOUBLE_EQ(all[0].cluster.device.attention_block_cost, 3.0);
 }
 
+// fused_gate_up: SwiGLU's gate and up as one weight; a GeLU MLP has no gate, so the key is refused there.
+TEST(Scenario, FusedGateUpIsASwigluLayout) {
+  const auto all = parse_scenarios(replace(kGood, "model: llama2-7b", "model: {preset: llama2-7b, fused_gate_up: true}"),
+                                   "s.yaml");
+  EXPECT_TRUE(all[0].model.fused_gate_up);
+  EXPECT_FALSE(all[0].model.fused_qkv);
+  expect_error(replace(kGood, "model: llama2-7b", "model: {preset: gpt-neox-20b, fused_gate_up: true}"),
+               {2, 46, "model.fused_gate_up", "only with mlp: swiglu"});
+}
+
 TEST(Scenario, DegreesThatDoNotMultiplyToTheDeviceCount) {
   expect_error(replace(kGood, "  zero_stage: 3", "  zero_stage: 3\n  dp: 8"),
                {8, 7, "plan.dp", "8 x 1 x 1 = 8, but the cluster has 16 devices"});

@@ -140,5 +140,44 @@ TEST(GradBuckets, QgzQuantisesMatricesAndReducesVectorsOneByOne) {
   EXPECT_EQ(reductions[graph::CollectiveOp::kReduceScatter], vectors);
 }
 
+// Megatron's model code holds a LLaMA block's q, k and v as one weight and SwiGLU's gate and up as another
+// (query_key_value, dense_h_to_4h of twice the FFN width), whatever the model's Hugging Face layout: DeepSpeed fills
+// its buckets from those tensors. The LLaMA-style 7B of the Polaris offload runs at TP 2 (1.47 B elements per rank)
+// in DeepSpeed's reduce_bucket_size of 5e8 elements: six buckets of 429-495 M elements, then the word embedding's
+// 103 M alone after the backward, as DeepSpeed's rule cuts Megatron-DeepSpeed's tensors (the split the runs'
+// bwd_allreduce time follows: mauryaavinash95/deep-optimizer-states-results@a9408cdb, 70 ms at TP 2, where a bucket
+// of 487 M ends the backward at TP 4 and takes 1.05 s).
+TEST(GradBuckets, MegatronsFusedTensorsAreWhatDeepSpeedBuckets) {
+  core::ModelSpec m = *core::find_model_preset("llama2-7b");
+  ASSERT_FALSE(m.fused_qkv);
+  ASSERT_FALSE(m.fused_gate_up);
+  m.kv_heads = 4;
+  m.ffn_hidden = 10880;
+  m.vocab = 50304;
+  m.seq_len = 2048;
+  core::PlanSpec plan;
+  plan.tp = 2;
+  EXPECT_EQ(backward_tensor_fills(compute_model_costs(m, plan), 1, 2.0).size(), 9u);  // HF: 7 linears, 2 norms
+  plan.model_code = core::ModelCode::kMegatron;
+  const ModelCosts costs = compute_model_costs(m, plan);
+  const std::vector<BucketFill> block = backward_tensor_fills(costs, 1, 2.0);
+  ASSERT_EQ(block.size(), 6u);  // down, gate+up, norm, dense, qkv, norm
+  const double h = m.hidden, f = m.ffn_hidden, kv = h / m.heads * m.kv_heads;
+  EXPECT_DOUBLE_EQ(block[1].bytes, 2.0 * 2.0 * h * f / 2.0);
+  EXPECT_DOUBLE_EQ(block[4].bytes, 2.0 * h * (h + 2.0 * kv) / 2.0);
+  EXPECT_EQ(costs.units[1].modules, 6);
+
+  std::vector<double> buckets;
+  auto emit = [&](const BucketFill& fill, graph::TaskId, int, int) {
+    buckets.push_back(fill.bytes / 2.0 / 1e6);
+    return graph::TaskId{0};
+  };
+  GradBuckets b(5e8 * 2.0, BucketRule::kReduceBeforeOverflow, true, emit);
+  for (std::size_t u = costs.units.size(); u-- > 0;) b.add(0, backward_tensor_fills(costs, u, 2.0), int(u), 0, u == 0);
+  ASSERT_EQ(buckets.size(), 7u);
+  const std::vector<double> expected{468.1, 491.9, 495.0, 470.4, 491.9, 428.9, 103.0};
+  for (std::size_t i = 0; i < buckets.size(); ++i) EXPECT_NEAR(buckets[i], expected[i], 1.0) << "bucket " << i;
+}
+
 }  // namespace
 }  // namespace shardsim::strategies
