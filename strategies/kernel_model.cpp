@@ -275,18 +275,18 @@ LayerTimes time_layers(const core::ModelSpec& m, const core::PlanSpec& plan, con
   const double heads = b * a / t;  // attention heads of this rank, over the micro-batch
   const BlockTraffic traffic = block_traffic(m, plan);
 
-  // ---- block: the four linear layers (column-parallel QKV and MLP-up, row-parallel output and MLP-down), in fp8
-  // with float8 linears (their casts are memory-bound work, below) ----
+  // ---- block: its linear layers as the model code launches them (column-parallel QKV or q, k and v, MLP-up or
+  // SwiGLU's gate and up; row-parallel output and MLP-down: block_matmul_sequence), in fp8 with float8 linears
+  // (their casts are memory-bound work, below) ----
   const std::vector<LinearLayer> linears = linear_layers(m, plan);
   const GemmShape& logits = linears.back().fwd;
   std::optional<KernelModel> km8;
   if (plan.float8.linear) km8.emplace(device, core::Dtype::kFp8);
   const KernelModel& lin = km8 ? *km8 : km;
   core::Seconds lin_fwd, lin_bwd;
-  for (const auto& l : linears) {
-    if (&l.fwd == &logits) continue;
-    lin_fwd += lin.gemm(l.fwd);
-    lin_bwd += lin.gemm_backward(l.fwd);
+  for (const GemmShape& g : block_matmul_sequence(m, plan)) {
+    lin_fwd += lin.gemm(g);
+    lin_bwd += lin.gemm_backward(g);
   }
   const Float8Casts casts = float8_casts(m, plan);
   const core::Seconds cast_fwd = km.stream(casts.forward_bytes, casts.forward_kernels);
