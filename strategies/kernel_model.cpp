@@ -95,24 +95,32 @@ TensorLayout tensor_layout(const core::ModelSpec& m, const core::PlanSpec& plan)
   return {m.fused_qkv, m.fused_gate_up};
 }
 
-std::vector<GemmShape> block_matmul_sequence(const core::ModelSpec& m, const core::PlanSpec& plan) {
+std::vector<LinearLayer> block_linears(const core::ModelSpec& m, const core::PlanSpec& plan) {
   const auto [t, tokens, h, f, kv] = block_dims(m, plan);
   const TensorLayout layout = tensor_layout(m, plan);
-  std::vector<GemmShape> out;
+  const bool swiglu = m.mlp == core::MlpKind::kSwiglu;
+  std::vector<LinearLayer> out;
   if (layout.fused_qkv) {
-    out.push_back({tokens, (h + 2.0 * kv) / t, h});
+    out.push_back({"qkv", {tokens, (h + 2.0 * kv) / t, h}});
   } else {
-    out.push_back({tokens, h / t, h});
-    out.push_back({tokens, kv / t, h});
-    out.push_back({tokens, kv / t, h});
+    out.push_back({"q", {tokens, h / t, h}});
+    out.push_back({"k", {tokens, kv / t, h}});
+    out.push_back({"v", {tokens, kv / t, h}});
   }
-  out.push_back({tokens, h, h / t});
-  if (m.mlp == core::MlpKind::kSwiglu && layout.fused_gate_up) {
-    out.push_back({tokens, 2.0 * f / t, h});
+  out.push_back({"attn_out", {tokens, h, h / t}});
+  if (swiglu && !layout.fused_gate_up) {
+    out.push_back({"mlp_gate", {tokens, f / t, h}});
+    out.push_back({"mlp_up", {tokens, f / t, h}});
   } else {
-    for (int i = 0; i < (m.mlp == core::MlpKind::kSwiglu ? 2 : 1); ++i) out.push_back({tokens, f / t, h});
+    out.push_back({"mlp_up", {tokens, (swiglu ? 2.0 : 1.0) * f / t, h}});
   }
-  out.push_back({tokens, h, f / t});
+  out.push_back({"mlp_down", {tokens, h, f / t}});
+  return out;
+}
+
+std::vector<GemmShape> block_matmul_sequence(const core::ModelSpec& m, const core::PlanSpec& plan) {
+  std::vector<GemmShape> out;
+  for (const LinearLayer& l : block_linears(m, plan)) out.push_back(l.fwd);
   return out;
 }
 

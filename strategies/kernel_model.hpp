@@ -36,7 +36,7 @@ struct GemmShape {
 
 /** @brief A linear layer of a transformer as its forward GEMM on one tensor-parallel rank. */
 struct LinearLayer {
-  const char* name;  ///< qkv, attn_out, mlp_up, mlp_down, logits
+  const char* name;  ///< qkv (or q, k, v), attn_out, mlp_up (and mlp_gate), mlp_down, logits
   GemmShape fwd;
 };
 /// How a block's projections are laid out as weight tensors: what a framework fetches, reduces and hooks tensor by
@@ -51,11 +51,15 @@ struct TensorLayout {
  *  Megatron-Core's linear_qkv and linear_fc1); other model code has the model's own (fused_qkv, fused_gate_up). */
 TensorLayout tensor_layout(const core::ModelSpec& model, const core::PlanSpec& plan);
 
-/** @brief The linear layers of one block (column-parallel QKV and MLP-up, row-parallel output and MLP-down) and
- *  the vocabulary-parallel logits, for `model` under `plan` (micro-batch, tp). The kernel timing and the GEMM
- *  sweep of `shardsim-validate bench` both take their shapes from here. */
+/** @brief The linear layers of one block fused as Megatron's code has them (column-parallel QKV and MLP-up,
+ *  row-parallel output and MLP-down) and the vocabulary-parallel logits, for `model` under `plan` (micro-batch,
+ *  tp): the logits GEMM the kernel timing takes, and the fused shapes the GEMM sweep covers beside block_linears'. */
 std::vector<LinearLayer> linear_layers(const core::ModelSpec& model, const core::PlanSpec& plan);
 
+/** @brief A block's linear layers as its model code launches them (tensor_layout), in the order its forward calls
+ *  them: q, k, v or a fused qkv; attn_out; SwiGLU's mlp_gate then mlp_up, or one mlp_up (fused gate and up, or a
+ *  GeLU MLP's); mlp_down. The kernel timing and the GEMM sweep of `shardsim-validate bench` take them from here. */
+std::vector<LinearLayer> block_linears(const core::ModelSpec& model, const core::PlanSpec& plan);
 /** @brief A block's matrix multiplications one by one, in the order its forward calls them (q, k, v or a fused QKV;
  *  the output projection; SwiGLU's gate then up, or the MLP's up; the down projection), on one tensor-parallel
  *  rank: what an op-level recomputation policy counts (Recompute::kSelectiveOp). */

@@ -97,7 +97,11 @@ std::vector<GemmCase> transformer_gemms() {
         core::PlanSpec plan;
         plan.tp = tp;
         plan.micro_batch = mb;
-        for (const auto& layer : strategies::linear_layers(model, plan)) {
+        // The fused layers (Megatron's code, and the logits), then the preset's own layout where its code runs q, k,
+        // v or the gate and up apart (Hugging Face's LLaMA): the shapes the kernel timing meets.
+        std::vector<strategies::LinearLayer> layers = strategies::linear_layers(model, plan);
+        for (const auto& l : strategies::block_linears(model, plan)) layers.push_back(l);
+        for (const auto& layer : layers) {
           const struct {
             const char* pass;
             strategies::GemmShape g;

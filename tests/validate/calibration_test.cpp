@@ -767,6 +767,10 @@ TEST(Harness, GemmSweepIsTheModelsOwnShapes) {
   EXPECT_TRUE(has(2048, 22016, 4096, false, true));
   EXPECT_TRUE(has(4096, 22016, 2048, true, false));
   EXPECT_TRUE(has(2048, 4096, 22016, false, false));
+  // Hugging Face's LLaMA runs SwiGLU's gate and up apart (block_linears): 11,008 outputs each; Llama 3 8B's k and v
+  // projections, 8 heads of 128 at 8,192 tokens.
+  EXPECT_TRUE(has(2048, 11008, 4096, false, true));
+  EXPECT_TRUE(has(8192, 1024, 4096, false, true));
   EXPECT_GT(gemms.size(), 1000u);
   const auto attention = transformer_attention();
   EXPECT_FALSE(attention.empty());
