@@ -146,7 +146,7 @@ TEST(GradBuckets, QgzQuantisesMatricesAndReducesVectorsOneByOne) {
 // in DeepSpeed's reduce_bucket_size of 5e8 elements: six buckets of 429-495 M elements, then the word embedding's
 // 103 M alone after the backward, as DeepSpeed's rule cuts Megatron-DeepSpeed's tensors (the split the runs'
 // bwd_allreduce time follows: mauryaavinash95/deep-optimizer-states-results@a9408cdb, 70-81 ms at TP 2, where a bucket
-// of 487 M ends the backward at TP 4 and takes 1.05 s).
+// of 485 M ends the backward at TP 4 and takes 1.05 s).
 TEST(GradBuckets, MegatronsFusedTensorsAreWhatDeepSpeedBuckets) {
   core::ModelSpec m = *core::find_model_preset("llama2-7b");
   ASSERT_FALSE(m.fused_qkv);
