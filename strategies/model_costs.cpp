@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <string_view>
 #include <utility>
 
 #include "sim/core/dtype.hpp"
@@ -212,33 +213,23 @@ ModelCosts compute_model_costs(const core::ModelSpec& m, const core::PlanSpec& p
     blk.recompute_mem = core::Bytes(again.elementwise ? elementwise + casts.forward_bytes + att_traffic : att_traffic);
   }
   blk.tp_allreduces = plan.tp > 1 ? 2 : 0;
-  // QKV (or q, k, v) and the output projection, the MLP's two or three linears (gate and up as one where the model
-  // code fuses them), two norms.
-  const TensorLayout layout = tensor_layout(m, plan);
-  const bool separate_gate_up = swiglu && !layout.fused_gate_up;
-  blk.modules = (layout.fused_qkv ? 2 : 4) + (separate_gate_up ? 3 : 2) + 2;
+  // The block's linears as its model code holds them (block_linears: QKV or q, k and v; the output projection;
+  // SwiGLU's gate and up apart or as one, or a GeLU MLP's up; the down projection) and two norms.
+  const std::vector<LinearLayer> linears = block_linears(m, plan);
+  const auto attn_out = std::find_if(linears.begin(), linears.end(),
+                                     [](const LinearLayer& l) { return std::string_view(l.name) == "attn_out"; });
+  const auto attention_inputs = static_cast<int>(attn_out - linears.begin());  // the QKV's linears
+  blk.modules = static_cast<int>(linears.size()) + 2;
   const int norm_tensors = m.norm == core::NormKind::kLayerNorm ? 2 : 1;
-  blk.tensors = (blk.modules - 2) * (m.linear_bias ? 2 : 1) + 2 * norm_tensors +
-                (!m.linear_bias && m.qkv_bias ? (layout.fused_qkv ? 1 : 3) : 0);
-  // The weights per tensor-parallel rank that DeepSpeed's persistence threshold compares (norms: h elements).
+  blk.tensors = static_cast<int>(linears.size()) * (m.linear_bias ? 2 : 1) + 2 * norm_tensors +
+                (!m.linear_bias && m.qkv_bias ? attention_inputs : 0);
+  // The weights per tensor-parallel rank that DeepSpeed's persistence threshold compares (norms: h elements): a
+  // module above it is gathered, the others stay gathered on every rank.
   const double persist = plan.persistence_threshold.value() / core::dtype_bytes(m.param_dtype);
   auto gathered = [&](double weight) { return weight > persist ? 1 : 0; };
-  // The weight modules above the threshold (each weight tensor is one module's).
-  auto gathered_weights = [&](const UnitCost& u) {
-    int n = 0;
-    for (const TensorGroup& w : u.weights) n += w.count * gathered(w.elements);
-    return n;
-  };
   const int norms_gathered = 2 * gathered(h);
-  // The MLP's weights: its up and down projections, SwiGLU's gate beside its up or fused with it.
-  const TensorGroup mlp = swiglu && !separate_gate_up ? TensorGroup{2.0 * h * f / t, 1} : TensorGroup{h * f / t, swiglu ? 2 : 1};
-  const TensorGroup down{h * f / t, 1};
-  if (layout.fused_qkv) {
-    blk.weights = {TensorGroup{h * (h + 2.0 * kv) / t, 1}, TensorGroup{h * h / t, 1}, mlp, down};
-  } else {
-    blk.weights = {TensorGroup{h * h / t, 2}, TensorGroup{h * kv / t, 2}, mlp, down};
-  }
-  blk.gathered_modules = gathered_weights(blk) + norms_gathered;
+  blk.gathered_modules = norms_gathered;
+  for (const LinearLayer& l : linears) blk.gathered_modules += gathered(l.fwd.n * l.fwd.k);
 
   // ---- embedding: vocabulary-parallel lookup; negligible FLOPs ----
   UnitCost emb;
@@ -248,8 +239,7 @@ ModelCosts compute_model_costs(const core::ModelSpec& m, const core::PlanSpec& p
   emb.tp_allreduces = plan.tp > 1 ? 1 : 0;
   emb.modules = m.position == core::PositionKind::kLearned ? 2 : 1;
   emb.tensors = emb.modules;
-  emb.weights = {TensorGroup{m.vocab * h / t, 1}, TensorGroup{s * h, emb.modules == 2 ? 1 : 0}, TensorGroup{}, TensorGroup{}};
-  emb.gathered_modules = gathered_weights(emb);
+  emb.gathered_modules = gathered(m.vocab * h / t) + (emb.modules == 2 ? gathered(s * h) : 0);
 
   // ---- head: final norm, output projection (vocabulary-parallel), cross-entropy in fp32 ----
   UnitCost head;
@@ -270,8 +260,7 @@ ModelCosts compute_model_costs(const core::ModelSpec& m, const core::PlanSpec& p
   if (loss == core::CrossEntropy::kTorch) head.fwd_transient = core::Bytes(logits * 4.0);
   head.modules = m.tied_embeddings ? 1 : 2;  // final norm (+ the output projection unless tied)
   head.tensors = norm_tensors + (m.tied_embeddings ? 0 : 1);
-  head.weights = {TensorGroup{m.vocab * h / t, m.tied_embeddings ? 0 : 1}, TensorGroup{}, TensorGroup{}, TensorGroup{}};
-  head.gathered_modules = norms_gathered / 2 + gathered_weights(head);
+  head.gathered_modules = norms_gathered / 2 + (m.tied_embeddings ? 0 : gathered(m.vocab * h / t));
 
   if (device) {
     const LayerTimes times = time_layers(m, plan, *device);
@@ -284,29 +273,20 @@ ModelCosts compute_model_costs(const core::ModelSpec& m, const core::PlanSpec& p
     set(blk, times.block);
     set(head, times.head);
   }
-  // The submodules as the forward meets them (Hugging Face LLaMA: input norm, q, k, v, o, post-attention norm,
-  // gate, up, down; GPT-style: norm, fused QKV, dense, norm, two MLP linears; each linear with its bias where the
-  // model has one). Column-parallel biases are split over TP, row-parallel ones (o, down) are not.
-  auto linear = [&](double weight, double bias) { return ModuleParams{{weight, bias}, bias > 0.0 ? 2 : 1}; };
+  // The submodules as the forward meets them: the input norm, the QKV's linears and the output projection, the
+  // post-attention norm, the MLP's linears (block_linears), each linear with its bias where the model has one (the
+  // QKV's alone where only they have one, as Qwen2's). A linear's bias is its forward's output width on this rank:
+  // split over TP for column-parallel ones, whole for the row-parallel output and down projections.
+  auto linear = [&](const LinearLayer& l, bool with_bias) {
+    const double bias = with_bias ? l.fwd.n : 0.0;
+    return ModuleParams{{l.fwd.n * l.fwd.k, bias}, bias > 0.0 ? 2 : 1};
+  };
   const ModuleParams norm{{h, h}, norm_tensors, true};
-  const bool bias = m.linear_bias;
-  const bool qkv_bias = bias || m.qkv_bias;
   out.block_modules.push_back(norm);
-  if (layout.fused_qkv) {
-    out.block_modules.push_back(linear(h * (h + 2.0 * kv) / t, qkv_bias ? (h + 2.0 * kv) / t : 0.0));
-  } else {
-    out.block_modules.push_back(linear(h * h / t, qkv_bias ? h / t : 0.0));
-    out.block_modules.push_back(linear(h * kv / t, qkv_bias ? kv / t : 0.0));
-    out.block_modules.push_back(linear(h * kv / t, qkv_bias ? kv / t : 0.0));
+  for (int i = 0; i < static_cast<int>(linears.size()); ++i) {
+    out.block_modules.push_back(linear(linears[static_cast<std::size_t>(i)], m.linear_bias || (m.qkv_bias && i < attention_inputs)));
+    if (i == attention_inputs) out.block_modules.push_back(norm);  // after the output projection
   }
-  out.block_modules.push_back(linear(h * h / t, bias ? h : 0.0));
-  out.block_modules.push_back(norm);
-  if (swiglu && !separate_gate_up) {
-    out.block_modules.push_back(linear(2.0 * h * f / t, bias ? 2.0 * f / t : 0.0));
-  } else {
-    for (int i = 0; i < (swiglu ? 2 : 1); ++i) out.block_modules.push_back(linear(h * f / t, bias ? f / t : 0.0));
-  }
-  out.block_modules.push_back(linear(h * f / t, bias ? h : 0.0));
   out.embedding_modules.push_back(ModuleParams{{m.vocab * h / t, 0.0}, 1});
   if (m.position == core::PositionKind::kLearned) out.embedding_modules.push_back(ModuleParams{{s * h, 0.0}, 1});
   out.head_modules.push_back(norm);

@@ -20,12 +20,6 @@
 
 namespace shardsim::strategies {
 
-/// `count` parameter tensors of `elements` each on one tensor-parallel rank.
-struct TensorGroup {
-  double elements = 0.0;
-  int count = 0;
-};
-
 struct UnitCost {
   double params = 0.0;  ///< parameters this tensor-parallel rank holds for the unit (before ZeRO sharding)
   core::Flops fwd_flops;
@@ -50,9 +44,6 @@ struct UnitCost {
   bool block = false;         ///< a transformer block (not the embedding or the head)
   /** @brief Whether this unit's backward first recomputes part of its forward. */
   [[nodiscard]] bool recomputes() const { return recompute_flops.value() > 0.0 || recompute_mem.value() > 0.0; }
-  /// its weight matrices and embedding tables by size (norms and biases, a hidden's length, left out): what
-  /// depends on one tensor's size, such as whether DeepSpeed's ZeRO-3 keeps it persistent
-  std::array<TensorGroup, 4> weights{};
   /// durations on the device from its kernels (kernel_model.hpp); negative: not timed (no device given), the
   /// engine then runs the FLOPs and bytes above at the device's flat rates
   core::Seconds fwd_time{-1.0}, bwd_time{-1.0}, recompute_time{-1.0};
