@@ -68,6 +68,7 @@ class GradBuckets {
    *  ready when `producer` ends; reduces the buckets the rule closes, and the last one when `flush`. */
   void add(graph::TaskId producer, std::span<const BucketFill> tensors, int unit, int micro, bool flush) {
     producer_ = producer;
+    flushed_ = false;
     const bool by_tensor = bucket_ > 0.0;
     for (const BucketFill& t : tensors) {
       if (by_tensor && rule_ == BucketRule::kReduceBeforeOverflow && fill_.bytes > 0.0 &&
@@ -77,8 +78,15 @@ class GradBuckets {
       fill_ += t;
       if (by_tensor && rule_ == BucketRule::kCloseWhenFull && fill_.bytes >= bucket_) close(unit, micro);
     }
-    if ((!by_tensor || flush) && fill_.tensors > 0) close(unit, micro);
+    if ((!by_tensor || flush) && fill_.tensors > 0) {
+      flushed_ = flush && by_tensor;
+      close(unit, micro);
+    }
   }
+
+  /** @brief Whether the last add() ended by reducing a partial bucket because the pass was over (`flush`): the
+   *  reduction DeepSpeed's ZeRO optimizers issue in their epilogue, after the backward pass. */
+  [[nodiscard]] bool flushed() const { return flushed_; }
 
   /** @brief The last task of every reduction emitted so far, in order. */
   [[nodiscard]] const std::vector<graph::TaskId>& reductions() const { return done_; }
@@ -95,6 +103,7 @@ class GradBuckets {
   Emit emit_;
   BucketFill fill_;
   graph::TaskId producer_ = 0;
+  bool flushed_ = false;
   std::vector<graph::TaskId> done_;
 };
 

@@ -344,7 +344,9 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
   std::vector<TaskId> reduce_ends;  // each bucket's last reduction task, in order
   // The reduction chain of one gradient bucket (fp16/bf16 bytes, the parameter tensors they belong to), in
   // micro-batch `micro`.
+  TaskId emitted_from = 0;  // the first task of the reduction emit_reduction lowered last
   auto emit_reduction = [&](const BucketFill& fill, TaskId producer, int unit, int micro) {
+    emitted_from = static_cast<TaskId>(g.size());
     const double bytes = fill.bytes;
     const int tensors = fill.tensors;
     const bool boundary = micro == micros - 1;
@@ -626,7 +628,10 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
       release_unit_activations(g, costs, u, b);
       bwd_compute[static_cast<std::size_t>(u)] = b;
       add_tp(u, mb, c.tp_allreduces);
-      if (reduce_now) buckets.add(b, fills_of(static_cast<std::size_t>(u)), u, mb, u == 0);
+      if (reduce_now) {
+        buckets.add(b, fills_of(static_cast<std::size_t>(u)), u, mb, u == 0);
+        if (buckets.flushed() && emitted_from < g.size()) g.mark_epilogue(role, mb, emitted_from);
+      }
     }
     if (bf16_optimizer) {
       // update_hp_grads: every gradient cast and added into its fp32 accumulator, on the compute stream.

@@ -30,7 +30,9 @@ struct Prediction {
 // (backward and recomputation) compute, summed; a backward also lasts until the gradient reductions and offload
 // copies it issued are done (engine.backward ends in the ZeRO optimizers' epilogue, which reduces the last bucket
 // and synchronises: deepspeed@v0.14.0 stage_1_and_2.py independent_gradient_partition_epilogue, stage3.py the
-// same with reduce_and_partition_stream.synchronize()); the step is what follows the last backward.
+// same with reduce_and_partition_stream.synchronize()); of it, the epilogue is what follows the first task of the
+// reduction issued after the pass (TaskGraph::epilogues: DeepSpeed's bwd_allreduce timer, which starts when the
+// host returns from the pass); the step is what follows the last backward.
 void phase_times(const scenario::Evaluation& ev, Prediction& p) {
   const auto& tasks = ev.graph.tasks();
   std::map<int, std::pair<double, double>> fwd, bwd;
@@ -56,7 +58,9 @@ void phase_times(const scenario::Evaluation& ev, Prediction& p) {
       last_backward = std::max(last_backward, tm.end_s);
     }
   }
+  std::map<int, double> compute_end;  // each backward's last compute, before its tail of reductions
   for (auto& [micro, span] : bwd) {
+    compute_end[micro] = span.second;
     if (auto it = bwd_tail.find(micro); it != bwd_tail.end()) span.second = std::max(span.second, it->second);
   }
   auto sum = [](const std::map<int, std::pair<double, double>>& m) {
@@ -66,6 +70,19 @@ void phase_times(const scenario::Evaluation& ev, Prediction& p) {
   };
   p.value[static_cast<std::size_t>(Metric::kForwardTime)] = sum(fwd);
   p.value[static_cast<std::size_t>(Metric::kBackwardTime)] = sum(bwd);
+  // The epilogue begins when the host returns from the pass: its last compute done and the framework thread free
+  // of the work issued before the epilogue (the buckets its hooks staged, one by one).
+  double epilogue = 0.0;
+  for (const auto& e : ev.graph.epilogues()) {
+    const auto it = bwd.find(e.micro);
+    if (e.role != 0 || it == bwd.end()) continue;
+    double start = compute_end[e.micro];
+    for (graph::TaskId t = 0; t < e.first; ++t) {
+      if (tasks[t].role == 0 && tasks[t].stream == graph::Stream::kHostCpu) start = std::max(start, ev.run.timings[t].end_s);
+    }
+    epilogue += std::max(0.0, it->second.second - start);
+  }
+  p.value[static_cast<std::size_t>(Metric::kBackwardReduceTime)] = epilogue;
   p.value[static_cast<std::size_t>(Metric::kStepTime)] = ev.run.iteration_time.value() - last_backward;
 }
 
@@ -150,7 +167,10 @@ std::string format_value(Metric m, double v) {
 
 std::string signed_percent(double e) { return fmt::format("{:+.1f}%", std::fabs(e) < 5e-4 ? 0.0 : 100.0 * e); }
 
-bool is_phase(Metric m) { return m == Metric::kForwardTime || m == Metric::kBackwardTime || m == Metric::kStepTime; }
+bool is_phase(Metric m) {
+  return m == Metric::kForwardTime || m == Metric::kBackwardTime || m == Metric::kStepTime ||
+         m == Metric::kBackwardReduceTime;
+}
 
 }  // namespace
 
@@ -415,7 +435,10 @@ std::vector<StepShare> step_shares(const ValidationReport& r) {
     std::array<std::optional<std::pair<double, double>>, 3> phase;  // forward, backward, step: (measured, predicted)
     for (; j < r.rows.size() && r.rows[j].set == r.rows[i].set && r.rows[j].id == r.rows[i].id; ++j) {
       const RowResult& row = r.rows[j];
-      if (!row.refused.empty() || !is_phase(row.metric)) continue;
+      if (!row.refused.empty()) continue;
+      if (row.metric != Metric::kForwardTime && row.metric != Metric::kBackwardTime && row.metric != Metric::kStepTime) {
+        continue;
+      }
       const std::size_t k = row.metric == Metric::kForwardTime ? 0 : row.metric == Metric::kBackwardTime ? 1 : 2;
       phase[k] = std::pair{row.measured, row.predicted};
     }

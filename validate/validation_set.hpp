@@ -20,7 +20,9 @@
 // falls against the runs' range (a check row's error means little inside its own run-to-run spread).
 //
 // Metrics: iteration_time, mfu, hfu, tflops_per_gpu, hw_tflops_per_gpu, tokens_per_gpu_s, samples_per_s, forward_time,
-// backward_time, step_time (phase spans of one iteration), memory (peak bytes per device) and fits (a run that
+// backward_time, step_time (phase spans of one iteration), backward_reduce_time (of the backward, the epilogue
+// after the pass that DeepSpeed's ZeRO optimizers run, the last bucket's reduction and copies and the wait for
+// them: DeepSpeed's bwd_allreduce timer; DeepSpeed ZeRO plans without pipelines only), memory (peak bytes per device) and fits (a run that
 // did or did not fit in memory). A row without measurements serves claims only.
 #include <optional>
 #include <string>
@@ -42,6 +44,7 @@ enum class Metric {
   kForwardTime,
   kBackwardTime,
   kStepTime,
+  kBackwardReduceTime,  ///< of the backward, its epilogue: DeepSpeed's bwd_allreduce timer
   kMemory,
   kFits,
   kCount

@@ -92,6 +92,7 @@ void TaskGraph::clear() {
   roles_.clear();
   mem_.clear();
   baseline_.clear();
+  epilogues_.clear();
   last_launched_.clear();
   codecs = {};
   launch_blocking = false;

@@ -199,6 +199,18 @@ class TaskGraph {
    *  lowering has just added). */
   [[nodiscard]] std::optional<TaskId> previous_on_stream(TaskId t) const;
 
+  /// Where a micro-batch's backward epilogue begins on a role: the first task of the reduction the framework issues
+  /// after the pass (DeepSpeed ZeRO's independent_gradient_partition_epilogue: the last bucket's), which the
+  /// backward waits for.
+  struct Epilogue {
+    std::uint16_t role = 0;
+    std::int32_t micro = -1;
+    TaskId first = 0;
+  };
+  /** @brief Marks task `first` as the first of micro-batch `micro`'s backward epilogue on `role`. */
+  void mark_epilogue(std::uint16_t role, std::int32_t micro, TaskId first) { epilogues_.push_back({role, micro, first}); }
+  [[nodiscard]] const std::vector<Epilogue>& epilogues() const { return epilogues_; }
+
   /** @brief A readable label, e.g. "fwd L12 mb0" or "all-gather(dp) L3 param-gather-fwd". */
   [[nodiscard]] std::string label(TaskId t) const;
 
@@ -221,6 +233,7 @@ class TaskGraph {
   std::vector<std::string> roles_;
   std::vector<MemEvent> mem_;
   std::vector<ResidentMemory> baseline_;  ///< per role
+  std::vector<Epilogue> epilogues_;
   /// per role and stream, the last device task added (for launch_blocking)
   std::vector<std::array<TaskId, static_cast<std::size_t>(Stream::kCount)>> last_launched_;
   static constexpr TaskId kNone = static_cast<TaskId>(-1);

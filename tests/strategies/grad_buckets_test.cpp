@@ -38,6 +38,20 @@ TEST(GradBuckets, DeepSpeedReducesBeforeATensorWouldOverflowTheBucket) {
   EXPECT_EQ(buckets_of({1, 5, 1, 1}, 4, BucketRule::kReduceBeforeOverflow), (std::vector<double>{1, 5, 2}));
 }
 
+// The reduction of what is left when the pass ends is the epilogue's (flushed); a bucket the last tensors closed by
+// the rule is not.
+TEST(GradBuckets, TheLastPartialBucketIsTheEpiloguesReduction) {
+  auto emit = [](const BucketFill&, graph::TaskId, int, int) { return graph::TaskId{0}; };
+  GradBuckets b(4, BucketRule::kReduceBeforeOverflow, true, emit);
+  b.add(0, std::vector<BucketFill>{{3, 1}, {2, 1}}, 1, 0, false);
+  EXPECT_FALSE(b.flushed());
+  b.add(0, std::vector<BucketFill>{{1, 1}}, 0, 0, true);  // 2 + 1 fits: the flush reduces what is left
+  EXPECT_TRUE(b.flushed());
+  GradBuckets whole(4, BucketRule::kCloseWhenFull, true, emit);
+  whole.add(0, std::vector<BucketFill>{{4, 1}}, 0, 0, true);  // full: closed by the rule, nothing left to flush
+  EXPECT_FALSE(whole.flushed());
+}
+
 TEST(GradBuckets, DdpAndMegatronCloseABucketOnceItIsFull) {
   // The tensor that fills (or overflows) the bucket is in it.
   EXPECT_EQ(buckets_of({3, 1, 5, 1}, 4, BucketRule::kCloseWhenFull), (std::vector<double>{4, 5, 1}));

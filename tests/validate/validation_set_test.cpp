@@ -286,3 +286,26 @@ TEST(ValidationSet, EveryShippedRowWritesAScenarioThatReadsBackTheSame) {
   }
   EXPECT_GT(rows, 1900u);
 }
+
+// backward_reduce_time is the backward's epilogue, DeepSpeed's bwd_allreduce: on a ZeRO-3 offload run, the last
+// bucket's reduction and staging after the pass, a part of the backward; where no epilogue reduces (FSDP), nothing.
+TEST(ValidationRunner, TheBackwardsEpilogueIsWhatFollowsThePass) {
+  const auto sets = validate::load_validation_sets(std::string(SHARDSIM_SOURCE_DIR) + "/validate/data");
+  const validate::Row* tp2 = nullptr;
+  const validate::Row* fsdp = nullptr;
+  for (const auto& set : sets) {
+    for (const auto& row : set.rows) {
+      if (set.id == "offload-polaris" && row.id == "7b-tp2") tp2 = &row;
+      if (set.id == "h100-fsdp-steps" && row.id == "fsdp-h3072-l6-s4096-mb1") fsdp = &row;
+    }
+  }
+  ASSERT_TRUE(tp2 && fsdp);
+  const auto reduce = validate::predict_metric(*tp2->scenario, Metric::kBackwardReduceTime, engine::EngineKind::kAnalytical);
+  const auto backward = validate::predict_metric(*tp2->scenario, Metric::kBackwardTime, engine::EngineKind::kAnalytical);
+  ASSERT_TRUE(reduce && backward);
+  EXPECT_GT(*reduce, 0.0);
+  EXPECT_LT(*reduce, 0.1 * *backward);  // the word embedding's bucket alone, not the 429 M one its hook reduced
+  const auto none = validate::predict_metric(*fsdp->scenario, Metric::kBackwardReduceTime, engine::EngineKind::kAnalytical);
+  ASSERT_TRUE(none);
+  EXPECT_EQ(*none, 0.0);
+}
