@@ -4,6 +4,7 @@
 #include <cmath>
 #include <functional>
 #include <optional>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -130,11 +131,11 @@ Float8Casts float8_casts(const core::ModelSpec& m, const core::PlanSpec& plan) {
   const double e = core::dtype_bytes(m.param_dtype);
   const double weight_cast = plan.float8.all_gather ? 0.0 : 2.0 * e + 1.0;  // max-abs read, then read + fp8 write
   const int weight_kernels = plan.float8.all_gather ? 0 : 2;
-  const std::vector<GemmShape> seq = block_matmul_sequence(m, plan);
+  const std::vector<LinearLayer> linears = block_linears(m, plan);
   if (plan.float8.recipe == core::Float8Recipe::kDelayed) {
     // Transformer Engine: each te.Linear casts its input and its weight forward, its output gradient backward, each
     // in one cast-transpose kernel (16-bit read, both fp8 layouts written).
-    for (const GemmShape& g : seq) {
+    for (const auto& [name, g] : linears) {
       c.forward_bytes += (e + 2.0) * (g.m * g.k + g.n * g.k);
       c.forward_kernels += 2;
       c.backward_bytes += (e + 2.0) * g.m * g.n;
@@ -143,7 +144,7 @@ Float8Casts float8_casts(const core::ModelSpec& m, const core::PlanSpec& plan) {
     return c;
   }
   if (!plan.fused_model_code()) {
-    for (const GemmShape& g : seq) {
+    for (const auto& [name, g] : linears) {
       const double input = g.m * g.k, output = g.m * g.n, weight = g.n * g.k;
       c.forward_bytes += (2.0 * e + 1.0) * input + weight_cast * weight;
       c.forward_kernels += 2 + weight_kernels;
@@ -154,13 +155,11 @@ Float8Casts float8_casts(const core::ModelSpec& m, const core::PlanSpec& plan) {
   }
   // Compiled: one cast of each distinct input (k and v take q's input, SwiGLU's up the gate's), both layouts
   // written.
-  const TensorLayout layout = tensor_layout(m, plan);
-  const std::size_t attention_inputs = layout.fused_qkv ? 1 : 3;
-  const std::size_t up = seq.size() - 2;  // SwiGLU's up (the gate before it), or the MLP's only up projection
-  const bool separate_up = m.mlp == core::MlpKind::kSwiglu && !layout.fused_gate_up;
-  for (std::size_t i = 0; i < seq.size(); ++i) {
-    const GemmShape& g = seq[i];
-    const bool shares_input = (i > 0 && i < attention_inputs) || (separate_up && i == up);
+  for (std::size_t i = 0; i < linears.size(); ++i) {
+    const GemmShape& g = linears[i].fwd;
+    const std::string_view name = linears[i].name;
+    const bool after_gate = i > 0 && std::string_view(linears[i - 1].name) == "mlp_gate";
+    const bool shares_input = name == "k" || name == "v" || (name == "mlp_up" && after_gate);
     if (!shares_input) {
       c.forward_bytes += (e + 2.0) * g.m * g.k;
       c.forward_kernels += 1;
@@ -286,8 +285,7 @@ LayerTimes time_layers(const core::ModelSpec& m, const core::PlanSpec& plan, con
   // ---- block: its linear layers as the model code launches them (column-parallel QKV or q, k and v, MLP-up or
   // SwiGLU's gate and up; row-parallel output and MLP-down: block_matmul_sequence), in fp8 with float8 linears
   // (their casts are memory-bound work, below) ----
-  const std::vector<LinearLayer> linears = linear_layers(m, plan);
-  const GemmShape& logits = linears.back().fwd;
+  const GemmShape logits = linear_layers(m, plan).back().fwd;
   std::optional<KernelModel> km8;
   if (plan.float8.linear) km8.emplace(device, core::Dtype::kFp8);
   const KernelModel& lin = km8 ? *km8 : km;

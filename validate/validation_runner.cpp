@@ -72,15 +72,18 @@ void phase_times(const scenario::Evaluation& ev, Prediction& p) {
   p.value[static_cast<std::size_t>(Metric::kBackwardTime)] = sum(bwd);
   // The epilogue begins when the host returns from the pass: its last compute done and the framework thread free
   // of the work issued before the epilogue (the buckets its hooks staged, one by one).
-  double epilogue = 0.0;
+  // One sweep: the epilogues are marked in the order the lowering added them.
+  double epilogue = 0.0, host_free = 0.0;
+  graph::TaskId swept = 0;
   for (const auto& e : ev.graph.epilogues()) {
+    for (; swept < e.first; ++swept) {
+      if (tasks[swept].role == 0 && tasks[swept].stream == graph::Stream::kHostCpu) {
+        host_free = std::max(host_free, ev.run.timings[swept].end_s);
+      }
+    }
     const auto it = bwd.find(e.micro);
     if (e.role != 0 || it == bwd.end()) continue;
-    double start = compute_end[e.micro];
-    for (graph::TaskId t = 0; t < e.first; ++t) {
-      if (tasks[t].role == 0 && tasks[t].stream == graph::Stream::kHostCpu) start = std::max(start, ev.run.timings[t].end_s);
-    }
-    epilogue += std::max(0.0, it->second.second - start);
+    epilogue += std::max(0.0, it->second.second - std::max(compute_end.at(e.micro), host_free));
   }
   p.value[static_cast<std::size_t>(Metric::kBackwardReduceTime)] = epilogue;
   p.value[static_cast<std::size_t>(Metric::kStepTime)] = ev.run.iteration_time.value() - last_backward;
@@ -435,11 +438,11 @@ std::vector<StepShare> step_shares(const ValidationReport& r) {
     std::array<std::optional<std::pair<double, double>>, 3> phase;  // forward, backward, step: (measured, predicted)
     for (; j < r.rows.size() && r.rows[j].set == r.rows[i].set && r.rows[j].id == r.rows[i].id; ++j) {
       const RowResult& row = r.rows[j];
-      if (!row.refused.empty()) continue;
-      if (row.metric != Metric::kForwardTime && row.metric != Metric::kBackwardTime && row.metric != Metric::kStepTime) {
-        continue;
-      }
-      const std::size_t k = row.metric == Metric::kForwardTime ? 0 : row.metric == Metric::kBackwardTime ? 1 : 2;
+      const std::size_t k = row.metric == Metric::kForwardTime    ? 0
+                            : row.metric == Metric::kBackwardTime ? 1
+                            : row.metric == Metric::kStepTime     ? 2
+                                                                  : phase.size();
+      if (!row.refused.empty() || k == phase.size()) continue;
       phase[k] = std::pair{row.measured, row.predicted};
     }
     if (phase[0] && phase[1] && phase[2]) {
