@@ -81,28 +81,32 @@ constexpr double kPolarisTreeHopLL = 11.03919508e-6;
 constexpr double kPolarisTreeHopLL128 = 60.86034887e-6;
 constexpr double kPolarisSlingshotBandwidth = 18.7143844745;  // GB/s per NIC
 // What RCCL gets of a Frontier-class node (4 MI250X = 8 GCDs, 4 Slingshot-11 NICs) through libfabric's CXI provider
-// and aws-ofi-rccl: a tree hop of 5.98 us under LL and 23.5 us under Simple, 23.0 GB/s of each 25 GB/s NIC, and 2.49
-// times its table's base and in-node hops. Fitted (shardsim calibrate --collectives
-// validate/data/collectives/lumi_*x8_all_reduce.txt --cluster frontier --fit collectives.latency_scale,
-// collectives.tree_step.LL,collectives.tree_step.Simple,network.slingshot.bandwidth), with the rings paced at their
-// step below, to RCCL's all-reduce on 1 and 8 LUMI-G nodes, the same node as Frontier's (De Sensi et al., SC24: the
-// files marked role=fit; 55% -> 18% mean error there), the 4-, 16-, 32- and 64-node runs held out (71% -> 21%). A
-// test refits. An all-reduce's small and mid sizes are trees', its large ones rings' at their bandwidth: a ring's
-// network step is not identifiable from them.
-constexpr double kRcclSlingshotLatencyScale = 2.490319777;
-constexpr double kRcclSlingshotTreeLL = 5.980969643e-06;
-constexpr double kRcclSlingshotTreeSimple = 2.351334481e-05;
-constexpr double kRcclSlingshotBandwidth = 23.04296618;  // GB/s per NIC
+// and aws-ofi-rccl, priced from RCCL's tuning model 3 (the node's own, rome_model_74): a tree hop of 6.08 us under LL
+// and 36.1 us under Simple, 21.5 GB/s of each 25 GB/s NIC, and 2.80 times its table's base and in-node hops. Fitted
+// (shardsim calibrate --collectives validate/data/collectives/lumi_*x8_all_reduce.txt --cluster frontier --fit
+// collectives.latency_scale,collectives.tree_step.LL,collectives.tree_step.Simple,network.slingshot.bandwidth), with
+// the rings paced at their step below, to RCCL's all-reduce on 1 and 8 LUMI-G nodes, the same node as Frontier's (De
+// Sensi et al., SC24: the files marked role=fit; 44% -> 14% mean error there from the table and the NICs' 25 GB/s),
+// the 4-, 16-, 32- and 64-node runs held out (39% -> 18%; under tuning model 0, which the preset ran before RCCL's
+// model of the node was found, 18% fitted and 21% held out). A test refits. An all-reduce's small and mid sizes are
+// trees', its large ones rings' at their bandwidth: a ring's network step is not identifiable from them.
+constexpr double kRcclSlingshotLatencyScale = 2.795053597;
+constexpr double kRcclSlingshotTreeLL = 6.075459043e-06;
+constexpr double kRcclSlingshotTreeSimple = 3.609033438e-05;
+constexpr double kRcclSlingshotBandwidth = 21.45034778;  // GB/s per NIC
 // RCCL's ring step over Frontier's Slingshot under Simple, which paces its rings (CollectiveLibrarySpec::paced_rings):
 // 62.5 us per step. Fitted (shardsim calibrate --collectives validate/data/collectives/frontier_*.txt --cluster
 // frontier --fit collectives.net_step.Simple) to RCCL 2.20's all-gathers on 1 to 256 Frontier nodes, 64 MiB to 512 MiB
-// (Singh et al., arXiv 2504.18658 v2, Figs. 1, 3 and 10: the files marked role=fit; 45% -> 32% mean error there), its
-// reduce-scatters and the all-reduces held out (46% -> 38%). RCCL's all-gathers and reduce-scatters take (ranks - 1)
-// x 67-90 us from 32 nodes on whatever their size: paced steps. On 2 to 16 nodes the steps the same runs imply are
-// 32-37 us, and there the fit is up to 1.9x slow where a call is latency-bound; from 32 nodes on it is 16-25% fast.
-// What doubles the step at 32 nodes is not modelled (the authors find RCCL's messages landing on the NIC's overflow
-// list 200x as often as their library's at 2,048 GCDs). NCCL 2.24 over the same fabric and libfabric settings on
-// Perlmutter is not paced (validate/data/collectives/perlmutter_*.txt): the pacing is RCCL's.
+// (Singh et al., arXiv 2504.18658 v2, Figs. 1, 3 and 10: the files marked role=fit; under tuning model 3, 46% -> 35%
+// mean error there from its table's 19.8 us), its reduce-scatters and the all-reduces held out (43% -> 38%); refitted
+// under model 3 it is 62.4 us, inside 0.2% and its 4.6 us 1-sigma, and is kept. RCCL's all-gathers and reduce-scatters
+// take (ranks - 1) x 67-90 us from 32 nodes on whatever their size: paced steps. On 2 to 16 nodes the steps the same
+// runs imply are 32-37 us, and there the fit is up to 1.9x slow where a call is latency-bound; from 32 nodes on it is
+// 16-25% fast. What doubles the step at 32 nodes is not modelled: RCCL 2.20's choices (algorithm, protocol, channels,
+// chunks under model 3), aws-ofi-rccl 1.4 and libfabric's CXI provider have no threshold there (ROCm/rccl@d380693772a8
+// src/graph/tuning.cc, src/enqueue.cc, src/init.cc), and the authors find RCCL's messages landing on the NIC's
+// overflow list 200x as often as their library's at 2,048 GCDs. NCCL 2.24 over the same fabric and libfabric settings
+// on Perlmutter is not paced (validate/data/collectives/perlmutter_*.txt): the pacing is RCCL's.
 constexpr double kRcclFrontierRingSimple = 62.5256e-6;
 
 // ---------------------------------------------------------------- the built-in machines link by link
@@ -335,15 +339,17 @@ core::ClusterSpec make_frontier() {
       // 4 Slingshot-11 NICs of 25 GB/s per node, each attached to one GCD of a pair (F1, F2); what RCCL gets of
       // each through libfabric, as fitted on LUMI-G (kRcclSlingshotBandwidth).
       level("slingshot", 9408 * 8, kRcclSlingshotBandwidth, 2, 5.0,
-            "F1, F2 (25 GB/s NIC per 2 GCDs); 23.0 GB/s through libfabric as fitted on LUMI-G's RCCL; latency [guess]"),
+            "F1, F2 (25 GB/s NIC per 2 GCDs); 21.5 GB/s through libfabric as fitted on LUMI-G's RCCL; latency [guess]"),
   };
   c.library.net_step_s = {kOfiSlingshotStepLL, -1.0, kRcclFrontierRingSimple};
   c.library.tree_step_s = {kRcclSlingshotTreeLL, -1.0, kRcclSlingshotTreeSimple};
   c.library.latency_scale = kRcclSlingshotLatencyScale;
   c.library.paced_rings = true;
-  // RCCL's default tuning model (ROCm/rccl@0cbce2a7 tuning_model_0: which model RCCL picks for this node is not
-  // known [guess]); Infinity Fabric counts as NVLink-class, the hosts are AMD EPYC (F1); LL128 off, as RCCL has it
-  // on gfx90a only where its system model enables it [guess]. RCCL reaches Slingshot-11 through libfabric's CXI
+  // RCCL's tuning model 3, the one its system model of this node names (rome_model_74 in ROCm/rccl@d380693772a8
+  // src/graph/rome_models.cc lines 523-533: 8 GCDs at PCI c1-de, 4 NICs at c5/cd/d5/dd as Frontier's and LUMI-G's
+  // nodes enumerate them, option "tuning=3"); Infinity Fabric counts as NVLink-class, the hosts are AMD EPYC (F1).
+  // LL128 off: model 3 has none (its ratio is 0), and RCCL 2.20 tries LL128 only where every GCD pair is on xGMI
+  // (src/enqueue.cc line 1548). RCCL reaches Slingshot-11 through libfabric's CXI
   // provider and the OFI plugin (aws-ofi-rccl). Its tree hops, its share of each NIC and its in-node latency are the
   // fit to RCCL's all-reduce on LUMI-G, whose node is Frontier's (kRcclSlingshot*, above). Its rings' network steps,
   // which those all-reduces cannot show: under Simple the fit to RCCL's own all-gathers on Frontier, which pace its
@@ -354,10 +360,12 @@ core::ClusterSpec make_frontier() {
   // (validate/data/collectives/machines). Frontier's
   // own RCCL all-reduce of 2025 at 256-2,048 GCDs (frontier_*_all_reduce.txt) is held out.
   c.library.family = Library::Family::kRccl;
+  c.library.rccl_tuning_model = 3;
   c.library.amd_host = true;
   c.library.protocols = {true, false, true};
   c.library.source =
-      "RCCL tuning model 0 (ROCm/rccl@0cbce2a7 src/graph/tuning.cc); LL128 off [guess]; tree hops, NIC share and latency "
+      "RCCL tuning model 3, the MI250X node's (ROCm/rccl@d380693772a8 src/graph/rome_models.cc rome_model_74); no "
+      "LL128; tree hops, NIC share and latency "
       "scale fitted on LUMI-G's RCCL all-reduce (De Sensi et al., SC24); rings paced by their Simple step, fitted on "
       "RCCL's all-gathers on 1-256 Frontier nodes (Singh et al., arXiv 2504.18658); ring LL steps as measured on "
       "Polaris (one assumption)";

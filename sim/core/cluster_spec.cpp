@@ -37,6 +37,9 @@ std::string_view library_name(CollectiveLibrarySpec::Family f) {
 std::string library_label(const CollectiveLibrarySpec& l) {
   std::string s(library_name(l.family));
   if (l.family == CollectiveLibrarySpec::Family::kNccl) s += " 2." + std::to_string(l.nccl_minor);
+  if (l.family == CollectiveLibrarySpec::Family::kRccl) {
+    s += " (tuning model " + std::to_string(l.rccl_tuning_model) + ")";
+  }
   return s;
 }
 

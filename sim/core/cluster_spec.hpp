@@ -498,6 +498,10 @@ struct CollectiveLibrarySpec {
   /// ring all-reduce (2.18: 2 nodes). PAT (2.23+, one rank per node) and NVLS across nodes are not modelled (NVLS
   /// inside a node is: `nvls`, by 2.18's table). RCCL ignores it.
   int nccl_minor = 18;
+  /// RCCL's tuning model, the one its system model of the node names (ROCm/rccl src/graph/rome_models.cc, option
+  /// "tuning="): 0, the default of a node RCCL has no model for, or 3, the MI250X node of Frontier and LUMI-G
+  /// (rome_model_74). NCCL ignores it.
+  int rccl_tuning_model = 0;
   static constexpr int kMinNcclMinor = 18;
   static constexpr int kMaxNcclMinor = 29;
   /// measured latency over the library's own table, on the base latency and the hops inside a node, and on the

@@ -55,37 +55,80 @@ constexpr double kNvlsEfficiency = 0.85;
 // 64 bytes; the channel count comes from its topology search, which is not modelled. [guess] 16 channels.
 constexpr double kAssumedChannels = 16.0;
 
-// ROCm/rccl@0cbce2a7 src/graph/tuning.cc: baseLat and tuning_model_0 (the model of a system RCCL has no model for).
-constexpr Tables kRccl{
-    {{{12.0, 12.0, 17.0}, {12.0, 12.0, 17.0}}},
-    {{{{{0.8, 1.4, 2.5}, {0.8, 2.2, 3.6}}},
-      {{{2.2, 2.2, 5.7}, {2.2, 2.2, 5.7}}},
-      {{{11.8, 18.2, 20.8}, {9.5, 19.8, 15.1}}}}},
-};
-// tuning_model_0 bwRatio [<= 2 nodes, > 2 nodes][tree, ring][protocol].
-constexpr std::array<std::array<ProtoRow, 2>, 2> kRcclBwRatio{{
-    {{{0.04, 0.22, 0.91}, {0.04, 0.34, 1.00}}},
-    {{{0.04, 0.22, 0.95}, {0.04, 0.34, 1.00}}},
-}};
-// tuning_model_0 treeCorrectionFactor and ringCorrectionFactor [protocol][min(log2(bytes / 64), 26)]; the ring's
-// applies to multi-node calls only.
+// RCCL's tuning models (ROCm/rccl src/graph/tuning.cc): one latency table, bandwidth ratios per algorithm and
+// protocol, and size-dependent correction factors each; all share RCCL's baseLat.
 using RcclCorrection = std::array<std::array<double, 27>, 3>;
-constexpr RcclCorrection kRcclTreeCorrection{{
-    {0.1, 0.2, 0.1, 0.1, 0.9, 0.3, 0.4, 0.1, 0.2, 0.4, 0.2, 0.1, 0.3, 0.3, 0.2, 0.2, 0.2, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1,
-     0.1, 0.1, 0.1, 0.1},
-    {0.1, 0.3, 1.0, 0.1, 0.5, 1.0, 0.9, 1.0, 1.0, 1.0, 0.3, 0.1, 0.4, 0.5, 0.5, 0.4, 0.4, 0.3, 0.3, 0.2, 0.2, 0.2, 0.2,
-     0.2, 0.2, 0.2, 0.2},
-    {0.2, 1.0, 0.1, 0.1, 0.7, 0.2, 0.4, 0.1, 0.1, 0.3, 0.4, 0.3, 0.6, 0.8, 1.0, 1.0, 1.0, 1.0, 0.9, 0.8, 0.8, 0.8, 0.8,
-     0.8, 0.9, 0.9, 0.9},
-}};
-constexpr RcclCorrection kRcclRingCorrection{{
-    {0.1, 0.1, 0.1, 0.1, 0.1, 0.2, 0.4, 0.2, 0.3, 0.5, 0.3, 0.1, 0.5, 0.5, 0.3, 0.2, 0.2, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1,
-     0.1, 0.1, 0.1, 0.1},
-    {0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.3, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.8, 0.7, 0.5, 0.4, 0.4, 0.3, 0.3,
-     0.3, 0.3, 0.3, 0.3},
-    {1.0, 0.8, 0.2, 1.0, 1.0, 0.3, 1.0, 0.1, 0.1, 0.2, 0.2, 0.1, 0.5, 1.0, 0.8, 0.8, 1.0, 0.9, 1.0, 1.0, 1.0, 1.0, 1.0,
-     1.0, 1.0, 1.0, 1.0},
-}};
+struct RcclTuningModel {
+  Tables tables;
+  std::array<std::array<ProtoRow, 2>, 2> bw_ratio;  // [<= 2 nodes, > 2 nodes][tree, ring][protocol]
+  // treeCorrectionFactor and ringCorrectionFactor [protocol][min(log2(bytes / 64), 26)]; the ring's applies to
+  // multi-node calls only.
+  RcclCorrection tree_correction;
+  RcclCorrection ring_correction;
+};
+// tuning_model_0, the model of a system RCCL has no model for (ROCm/rccl@0cbce2a7; the same at rocm-6.2.2,
+// d380693772a8, RCCL 2.20.5).
+constexpr RcclTuningModel kRcclModel0{
+    {{{{12.0, 12.0, 17.0}, {12.0, 12.0, 17.0}}},
+     {{{{{0.8, 1.4, 2.5}, {0.8, 2.2, 3.6}}},
+       {{{2.2, 2.2, 5.7}, {2.2, 2.2, 5.7}}},
+       {{{11.8, 18.2, 20.8}, {9.5, 19.8, 15.1}}}}}},
+    {{
+        {{{0.04, 0.22, 0.91}, {0.04, 0.34, 1.00}}},
+        {{{0.04, 0.22, 0.95}, {0.04, 0.34, 1.00}}},
+    }},
+    {{
+        {0.1, 0.2, 0.1, 0.1, 0.9, 0.3, 0.4, 0.1, 0.2, 0.4, 0.2, 0.1, 0.3, 0.3, 0.2, 0.2, 0.2, 0.1, 0.1, 0.1, 0.1, 0.1,
+         0.1, 0.1, 0.1, 0.1, 0.1},
+        {0.1, 0.3, 1.0, 0.1, 0.5, 1.0, 0.9, 1.0, 1.0, 1.0, 0.3, 0.1, 0.4, 0.5, 0.5, 0.4, 0.4, 0.3, 0.3, 0.2, 0.2, 0.2,
+         0.2, 0.2, 0.2, 0.2, 0.2},
+        {0.2, 1.0, 0.1, 0.1, 0.7, 0.2, 0.4, 0.1, 0.1, 0.3, 0.4, 0.3, 0.6, 0.8, 1.0, 1.0, 1.0, 1.0, 0.9, 0.8, 0.8, 0.8,
+         0.8, 0.8, 0.9, 0.9, 0.9},
+    }},
+    {{
+        {0.1, 0.1, 0.1, 0.1, 0.1, 0.2, 0.4, 0.2, 0.3, 0.5, 0.3, 0.1, 0.5, 0.5, 0.3, 0.2, 0.2, 0.1, 0.1, 0.1, 0.1, 0.1,
+         0.1, 0.1, 0.1, 0.1, 0.1},
+        {0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.3, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.8, 0.7, 0.5, 0.4, 0.4, 0.3,
+         0.3, 0.3, 0.3, 0.3, 0.3},
+        {1.0, 0.8, 0.2, 1.0, 1.0, 0.3, 1.0, 0.1, 0.1, 0.2, 0.2, 0.1, 0.5, 1.0, 0.8, 0.8, 1.0, 0.9, 1.0, 1.0, 1.0, 1.0,
+         1.0, 1.0, 1.0, 1.0, 1.0},
+    }},
+};
+// tuning_model_3 (ROCm/rccl@d380693772a8, rocm-6.2.2, RCCL 2.20.5: src/graph/tuning.cc lines 164-192): the model
+// RCCL's system model of the MI250X node of Frontier and LUMI-G names (rome_model_74, "tuning=3",
+// src/graph/rome_models.cc lines 523-533: 8 GCDs, 4 NICs, 4 NUMA domains). It has no LL128 (its ratio is 0), and
+// prices LL at a fifth of the bus bandwidth where model 0 has a 25th.
+constexpr RcclTuningModel kRcclModel3{
+    {{{{12.0, 12.0, 17.0}, {12.0, 12.0, 17.0}}},
+     {{{{{0.8, 0.0, 2.5}, {0.8, 0.0, 3.6}}},
+       {{{2.2, 2.2, 5.7}, {2.2, 2.2, 5.7}}},
+       {{{12.5, 0.0, 22.4}, {9.5, 0.0, 19.8}}}}}},
+    {{
+        {{{0.20, 0.00, 1.75}, {0.20, 0.00, 1.00}}},
+        {{{0.20, 0.00, 0.96}, {0.20, 0.00, 1.00}}},
+    }},
+    {{
+        {0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 1.0, 1.0, 0.2, 1.0, 0.9, 1.0, 0.6, 0.4, 0.6, 0.4, 0.3, 0.3, 0.3, 0.3, 0.3, 0.2,
+         0.2, 0.2, 0.2, 0.2, 0.2},
+        {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+         0.0, 0.0, 0.0, 0.0, 0.0},
+        {1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.1, 0.1, 0.1, 0.2, 1.0, 0.8, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.8,
+         0.7, 0.8, 0.9, 0.7, 0.7},
+    }},
+    {{
+        {0.1, 0.1, 0.1, 0.1, 0.1, 0.3, 0.1, 0.2, 0.1, 0.4, 0.4, 0.2, 0.2, 0.3, 0.7, 0.5, 0.4, 0.3, 0.3, 0.3, 0.3, 0.2,
+         0.2, 0.2, 0.2, 0.2, 0.2},
+        {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+         0.0, 0.0, 0.0, 0.0, 0.0},
+        {0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.5, 1.0, 0.1, 0.3, 0.1, 0.1, 0.1, 0.2, 0.2, 0.2, 0.3, 0.4, 0.7, 1.0, 1.0,
+         1.0, 1.0, 1.0, 1.0, 1.0},
+    }},
+};
+
+const RcclTuningModel& rccl_model(const CollectiveLibrarySpec& lib) {
+  SHARDSIM_ASSERT(lib.rccl_tuning_model == 0 || lib.rccl_tuning_model == 3, "an RCCL tuning model shardsim has");
+  return lib.rccl_tuning_model == 3 ? kRcclModel3 : kRcclModel0;
+}
 
 // The library's table hop (us) for link class `hw`, algorithm `a`, protocol `p`, as its version has it: NCCL 2.19-2.22
 // price a tree's Simple hop at 28 us on every link class, 2.23 on at 4 (NVLink, PCI) and 14 (network).
@@ -95,7 +138,7 @@ double table_hop_us(const CollectiveLibrarySpec& lib, int hw, int a, int p) {
     if (lib.nccl_minor < 23) return 28.0;
     return hw == kNet ? 14.0 : 4.0;
   }
-  const Tables& t = rccl ? kRccl : kNccl218;
+  const Tables& t = rccl ? rccl_model(lib).tables : kNccl218;
   return t.hop_us[static_cast<std::size_t>(hw)][static_cast<std::size_t>(a)][static_cast<std::size_t>(p)];
 }
 
@@ -140,7 +183,7 @@ LibraryChoice choose_library_call(const CollectiveLibrarySpec& lib, const Librar
   const bool all_reduce = call.op == CollectiveOp::kAllReduce;
   SHARDSIM_ASSERT(all_reduce || call.op == CollectiveOp::kAllGather || call.op == CollectiveOp::kReduceScatter,
                   "the tuning model covers all-reduce, all-gather and reduce-scatter");
-  const Tables& t = rccl ? kRccl : kNccl218;
+  const Tables& t = rccl ? rccl_model(lib).tables : kNccl218;
   const int minor = rccl ? CollectiveLibrarySpec::kMinNcclMinor : lib.nccl_minor;
   const int n = call.ranks;
   const int nodes = call.nodes;
@@ -175,7 +218,7 @@ LibraryChoice choose_library_call(const CollectiveLibrarySpec& lib, const Librar
       // Bus bandwidth of this algorithm and protocol (GB/s).
       double bw = bus;
       if (rccl) {
-        bw *= kRcclBwRatio[nodes <= 2 ? 0 : 1][ai][pi];
+        bw *= rccl_model(lib).bw_ratio[nodes <= 2 ? 0 : 1][ai][pi];
       } else {
         if (a == kRing && p == 0) {
           bw = std::min(ll_max, bw * (minor >= 21 ? 0.5 : (nodes > 1 || all_reduce) ? 1.0 / 4.0 : 1.0 / 3.0));
@@ -188,8 +231,8 @@ LibraryChoice choose_library_call(const CollectiveLibrarySpec& lib, const Librar
       // Size-dependent corrections of the bandwidth.
       if (rccl) {
         const auto li = static_cast<std::size_t>(std::min(log_size, 26));
-        if (a == kTree) bw *= kRcclTreeCorrection[pi][li];
-        if (a == kRing && nodes > 1) bw *= kRcclRingCorrection[pi][li];
+        if (a == kTree) bw *= rccl_model(lib).tree_correction[pi][li];
+        if (a == kRing && nodes > 1) bw *= rccl_model(lib).ring_correction[pi][li];
       } else if (a == kTree && log_size < 23) {
         bw *= kNcclTreeCorrection[pi][static_cast<std::size_t>(log_size)];
       }

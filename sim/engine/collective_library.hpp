@@ -11,8 +11,10 @@
 //    algorithm bandwidth); a call takes the pair with the least  latency + bytes / bandwidth  by those tables.
 //    The pair chosen then costs what the machine's hops take (CollectiveLibrarySpec: measured scales, measured
 //    network steps per protocol): the library's choice is made on its tables, not on the machine's truth.
-//  - RCCL (ROCm/rccl@0cbce2a7: src/graph/tuning.cc, tuning model 0, the one a system without its own model gets):
-//    its own latency tables, bandwidth ratios per algorithm and protocol, and size-dependent correction factors.
+//  - RCCL (ROCm/rccl src/graph/tuning.cc at 0cbce2a7 and at rocm-6.2.2, d380693772a8, RCCL 2.20.5): the tuning model
+//    its system model of the node names (CollectiveLibrarySpec::rccl_tuning_model: 0, the one a node without its own
+//    model gets, or 3, the MI250X node's), each with its own latency table, bandwidth ratios per algorithm and
+//    protocol, and size-dependent correction factors.
 // busBw, the library's Simple-protocol bus bandwidth, is what the machine's network levels give a ring
 // (collective_cost.cpp): the library's channel search is not modelled, nor are CollNet / PAT / NVLS across
 // nodes, nor the per-channel caps that need the channel count. NVLS inside a node is (CollectiveLibrarySpec::nvls).

@@ -602,6 +602,10 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
                      c.library.family == core::CollectiveLibrarySpec::Family::kNccl
                          ? nlohmann::json(fmt::format("2.{}", c.library.nccl_minor))
                          : nlohmann::json(nullptr)},
+                    {"rccl_tuning_model",
+                     c.library.family == core::CollectiveLibrarySpec::Family::kRccl
+                         ? nlohmann::json(c.library.rccl_tuning_model)
+                         : nlohmann::json(nullptr)},
                     {"latency_scale", c.library.latency_scale},
                     {"net_latency_scale", c.library.net_latency_scale},
                     {"net_step_s", net_steps(c.library, engine::network_step_s)},

@@ -146,7 +146,7 @@ void apply_library(const ConfigNode& n, core::CollectiveLibrarySpec& l) {
     set_family(n);
     return;
   }
-  n.expect_map({"library", "version", "latency_scale", "net_latency_scale", "net_step_latency", "tree_step_latency",
+  n.expect_map({"library", "version", "tuning_model", "latency_scale", "net_latency_scale", "net_step_latency", "tree_step_latency",
                 "host_cpu", "intra_link", "generation", "protocols", "paced_rings", "nvls"});
   if (auto v = n.find("library")) set_family(*v);
   if (auto v = n.find("version")) {
@@ -156,6 +156,13 @@ void apply_library(const ConfigNode& n, core::CollectiveLibrarySpec& l) {
     const auto minor = core::parse_nccl_version(text);
     if (!minor) v->fail(fmt::format("{} (got '{}')", core::nccl_version_range(), text));
     l.nccl_minor = *minor;
+  }
+  if (auto v = n.find("tuning_model")) {
+    // RCCL's tuning model (CollectiveLibrarySpec::rccl_tuning_model).
+    if (l.family != Spec::Family::kRccl) v->fail("a tuning model for RCCL only (the library here is not RCCL)");
+    const auto m = v->as_int(0, 3);
+    if (m != 0 && m != 3) v->fail("RCCL's tuning model 0 (its default) or 3 (the MI250X node's, rome_model_74)");
+    l.rccl_tuning_model = static_cast<int>(m);
   }
   auto scale = [](const ConfigNode& v) {
     const double x = v.as_double();

@@ -574,6 +574,9 @@ std::string cluster_to_yaml(const core::ClusterSpec& c) {
   const auto& lib = c.library;
   o += fmt::format("collective_library:   # {}\n  library: {}\n", lib.source, core::library_name(lib.family));
   if (lib.family == core::CollectiveLibrarySpec::Family::kNccl) o += fmt::format("  version: \"2.{}\"\n", lib.nccl_minor);
+  if (lib.family == core::CollectiveLibrarySpec::Family::kRccl) {
+    o += fmt::format("  tuning_model: {}\n", lib.rccl_tuning_model);
+  }
   if (lib.family != core::CollectiveLibrarySpec::Family::kAlphaBeta) {
     o += fmt::format("  latency_scale: {}\n  net_latency_scale: {}\n", lib.latency_scale, lib.net_latency_scale);
     auto steps = [](const std::array<double, 3>& a) {

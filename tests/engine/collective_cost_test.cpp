@@ -417,6 +417,33 @@ TEST(CollectiveLibrary, RcclFollowsItsOwnTables) {
   EXPECT_NEAR(c.time_s, c.latency_s + 1e10 * 15.0 / 16.0 / 100e9, 1e-12);
 }
 
+// RCCL picks by the tuning model its system model of the node names: model 3 (the MI250X node, rome_model_74;
+// ROCm/rccl@d380693772a8 src/graph/tuning.cc) prices LL at a fifth of the bus bandwidth where model 0 has a 25th, so a
+// 128 KiB all-reduce over 16 nodes stays on the tree's LL there; it has no LL128 whatever the protocols allowed, and
+// its ring Simple network hop is 19.8 us (model 0: 15.1).
+TEST(CollectiveLibrary, RcclPicksByTheNodesTuningModel) {
+  CollectiveLibrarySpec lib;
+  lib.family = CollectiveLibrarySpec::Family::kRccl;
+  lib.amd_host = true;
+  const auto mid = call(graph::CollectiveOp::kAllReduce, 128, 16, 128 * 1024, 40.0);
+  const auto m0 = choose_library_call(lib, mid);
+  lib.rccl_tuning_model = 3;
+  const auto m3 = choose_library_call(lib, mid);
+  EXPECT_EQ(m0.algorithm, core::CollectiveAlgorithm::kTree);
+  EXPECT_EQ(m3.algorithm, core::CollectiveAlgorithm::kTree);
+  EXPECT_NE(m0.protocol, Protocol::kLL);
+  EXPECT_EQ(m3.protocol, Protocol::kLL);
+  EXPECT_NEAR(m3.bandwidth_factor, 0.20 * 1.0, 1e-12);  // bwRatio x treeCorrectionFactor[LL][log2(128 KiB / 64)]
+  for (double bytes : {1e3, 1e5, 1e7, 1e9}) {
+    for (auto op : {graph::CollectiveOp::kAllReduce, graph::CollectiveOp::kAllGather}) {
+      EXPECT_NE(choose_library_call(lib, call(op, 16, 2, bytes, 40.0)).protocol, Protocol::kLL128) << bytes;
+    }
+  }
+  EXPECT_DOUBLE_EQ(network_step_s(lib, Protocol::kSimple), 19.8e-6);
+  lib.rccl_tuning_model = 0;
+  EXPECT_DOUBLE_EQ(network_step_s(lib, Protocol::kSimple), 15.1e-6);
+}
+
 // A paced ring (RCCL on Frontier) steps at its network step under Simple: 2,047 steps of a 2,048-rank all-gather each
 // take the measured 60 us, the transfer beneath them; the latency the call reports is what the steps add to the
 // transfer. Where the transfer is the longer, or the ring stays in one node, or the protocol is LL, nothing changes.

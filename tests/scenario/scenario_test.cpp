@@ -1127,6 +1127,15 @@ TEST(Scenario, CollectiveLibraryKeysChangeThePresetsLibrary) {
                {6, 33, "cluster.collective_library.version", "2.18 to 2.29"});
   expect_error(replace(kGood, "  nodes: 2", "  nodes: 2\n  collective_library: {library: rccl, version: 2.21}"),
                {6, 48, "cluster.collective_library.version", "NCCL only"});
+  // RCCL's tuning model is the one its system model of the node names: 0 (its default) or 3 (the MI250X node's).
+  const auto m3 = parse_scenarios(
+      replace(kGood, "  nodes: 2", "  nodes: 2\n  collective_library: {library: rccl, tuning_model: 3}"), "s.yaml")[0];
+  EXPECT_EQ(m3.cluster.library.rccl_tuning_model, 3);
+  EXPECT_EQ(steps.cluster.library.rccl_tuning_model, 0);
+  expect_error(replace(kGood, "  nodes: 2", "  nodes: 2\n  collective_library: {library: rccl, tuning_model: 2}"),
+               {6, 53, "cluster.collective_library.tuning_model", "rome_model_74"});
+  expect_error(replace(kGood, "  nodes: 2", "  nodes: 2\n  collective_library: {tuning_model: 3}"),
+               {6, 38, "cluster.collective_library.tuning_model", "RCCL only"});
   expect_error(replace(kGood, "  nodes: 2", "  nodes: 2\n  collective_library: {tree_step_latency: {Simple: 2ms}}"),
                {6, 52, "cluster.collective_library.tree_step_latency.Simple", "above 0 to 1 ms"});
   // A step of a protocol the library does not run here would go unused: refused.

@@ -226,7 +226,8 @@ TEST(CollectiveRuns, ThePolarisSlingshotStepsAreTheFitToAlcfsNcclTests) {
 
 // RCCL on a Frontier-class node: its tree hops (LL, Simple), its share of each Slingshot NIC and the scale of its
 // table's base and in-node hops are the fit to RCCL's all-reduce on 1 and 8 LUMI-G nodes (the files marked role=fit),
-// from RCCL's own table and the NICs' 25 GB/s; the 4- to 64-node runs are held out and come out better too. Its
+// from RCCL's own table (tuning model 3, the node's) and the NICs' 25 GB/s; the 4- to 64-node runs are held out and come
+// out better too. Its
 // rings' LL step is Polaris's, which all-reduces cannot show.
 TEST(CollectiveRuns, TheFrontierRcclNetworkIsTheFitToLumisAllReduce) {
   const auto samples = shipped_samples("frontier", "lumi_");
@@ -261,7 +262,7 @@ TEST(CollectiveRuns, TheFrontierRcclNetworkIsTheFitToLumisAllReduce) {
 
 // RCCL's rings on Frontier are paced by their network step under Simple: every one of an all-gather's n - 1 steps takes
 // at least one, the transfer beneath them. That step is the fit to RCCL 2.20's all-gathers on 1 to 256 Frontier nodes
-// (Singh et al., arXiv 2504.18658 v2; the files marked role=fit), from RCCL's own table (15.1 us); the reduce-scatters
+// (Singh et al., arXiv 2504.18658 v2; the files marked role=fit), from RCCL's own table (model 3: 19.8 us); the reduce-scatters
 // and the all-reduces are held out and come out better too.
 TEST(CollectiveRuns, TheFrontierRingStepIsTheFitToRcclsAllGathers) {
   const auto samples = shipped_samples("frontier", "frontier_");
