@@ -227,8 +227,7 @@ TEST(CollectiveRuns, ThePolarisSlingshotStepsAreTheFitToAlcfsNcclTests) {
 // RCCL on a Frontier-class node: its tree hops (LL, Simple), its share of each Slingshot NIC and the scale of its
 // table's base and in-node hops are the fit to RCCL's all-reduce on 1 and 8 LUMI-G nodes (the files marked role=fit),
 // from RCCL's own table (tuning model 3, the node's) and the NICs' 25 GB/s; the 4- to 64-node runs are held out and come
-// out better too. Its
-// rings' LL step is Polaris's, which all-reduces cannot show.
+// out better too. Its rings' LL step is Polaris's, which all-reduces cannot show.
 TEST(CollectiveRuns, TheFrontierRcclNetworkIsTheFitToLumisAllReduce) {
   const auto samples = shipped_samples("frontier", "lumi_");
   ASSERT_EQ(samples.size(), 78u);
