@@ -60,7 +60,7 @@ SANITIZE_SKIP := ^(Notebooks\.|Sweep\.UnderMpirun|Validate\.|Calibrate\.|Readme\
 # opts out with SKIP_UNITY_BUILD_INCLUSION).
 test-sanitize: deps
 	cmake -S . -B $(SANITIZE_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE=-O1 -DSHARDSIM_SANITIZE=ON \
-	  -DSHARDSIM_CUDA=OFF -DSHARDSIM_HIPCC=SHARDSIM_HIPCC-NOTFOUND -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=8
+	  -DSHARDSIM_CUDA=OFF -DSHARDSIM_HIP=OFF -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=8
 	cmake --build $(SANITIZE_BUILD) -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --test-dir $(SANITIZE_BUILD) --output-on-failure -j $(JOBS) -E '$(SANITIZE_SKIP)'
@@ -75,7 +75,7 @@ FUZZ_TARGETS := scenario deepspeed hf_config calibration validation_set nccl_tes
 fuzz: deps
 	@command -v clang++ >/dev/null || $(SUDO) apt-get install -y -qq clang libclang-rt-dev
 	cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ -DSHARDSIM_FUZZ=ON \
-	  -DSHARDSIM_WERROR=OFF -DSHARDSIM_CUDA=OFF -DSHARDSIM_HIPCC=SHARDSIM_HIPCC-NOTFOUND
+	  -DSHARDSIM_WERROR=OFF -DSHARDSIM_CUDA=OFF -DSHARDSIM_HIP=OFF
 	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target $(addprefix fuzz_,$(FUZZ_TARGETS))
 	@set -e; for t in $(FUZZ_TARGETS); do \
 	  mkdir -p $(FUZZ_BUILD)/corpus/$$t $(FUZZ_BUILD)/findings/$$t; \
