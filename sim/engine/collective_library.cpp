@@ -183,7 +183,8 @@ LibraryChoice choose_library_call(const CollectiveLibrarySpec& lib, const Librar
   const bool all_reduce = call.op == CollectiveOp::kAllReduce;
   SHARDSIM_ASSERT(all_reduce || call.op == CollectiveOp::kAllGather || call.op == CollectiveOp::kReduceScatter,
                   "the tuning model covers all-reduce, all-gather and reduce-scatter");
-  const Tables& t = rccl ? rccl_model(lib).tables : kNccl218;
+  const RcclTuningModel* rm = rccl ? &rccl_model(lib) : nullptr;  // RCCL's tables for this node, looked up once
+  const Tables& t = rm ? rm->tables : kNccl218;
   const int minor = rccl ? CollectiveLibrarySpec::kMinNcclMinor : lib.nccl_minor;
   const int n = call.ranks;
   const int nodes = call.nodes;
@@ -218,7 +219,7 @@ LibraryChoice choose_library_call(const CollectiveLibrarySpec& lib, const Librar
       // Bus bandwidth of this algorithm and protocol (GB/s).
       double bw = bus;
       if (rccl) {
-        bw *= rccl_model(lib).bw_ratio[nodes <= 2 ? 0 : 1][ai][pi];
+        bw *= rm->bw_ratio[nodes <= 2 ? 0 : 1][ai][pi];
       } else {
         if (a == kRing && p == 0) {
           bw = std::min(ll_max, bw * (minor >= 21 ? 0.5 : (nodes > 1 || all_reduce) ? 1.0 / 4.0 : 1.0 / 3.0));
@@ -231,8 +232,8 @@ LibraryChoice choose_library_call(const CollectiveLibrarySpec& lib, const Librar
       // Size-dependent corrections of the bandwidth.
       if (rccl) {
         const auto li = static_cast<std::size_t>(std::min(log_size, 26));
-        if (a == kTree) bw *= rccl_model(lib).tree_correction[pi][li];
-        if (a == kRing && nodes > 1) bw *= rccl_model(lib).ring_correction[pi][li];
+        if (a == kTree) bw *= rm->tree_correction[pi][li];
+        if (a == kRing && nodes > 1) bw *= rm->ring_correction[pi][li];
       } else if (a == kTree && log_size < 23) {
         bw *= kNcclTreeCorrection[pi][static_cast<std::size_t>(log_size)];
       }

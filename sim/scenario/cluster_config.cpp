@@ -146,8 +146,8 @@ void apply_library(const ConfigNode& n, core::CollectiveLibrarySpec& l) {
     set_family(n);
     return;
   }
-  n.expect_map({"library", "version", "tuning_model", "latency_scale", "net_latency_scale", "net_step_latency", "tree_step_latency",
-                "host_cpu", "intra_link", "generation", "protocols", "paced_rings", "nvls"});
+  n.expect_map({"library", "version", "tuning_model", "latency_scale", "net_latency_scale", "net_step_latency",
+                "tree_step_latency", "host_cpu", "intra_link", "generation", "protocols", "paced_rings", "nvls"});
   if (auto v = n.find("library")) set_family(*v);
   if (auto v = n.find("version")) {
     // NCCL's version, whose tuning table it picks by: "2.18" to "2.29".
