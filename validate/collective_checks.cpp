@@ -10,6 +10,7 @@
 
 #include "sim/core/errors.hpp"
 #include "sim/engine/collective_cost.hpp"
+#include "sim/engine/collective_library.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/scenario/text_file.hpp"
 #include "topology/cluster_presets.hpp"
@@ -23,10 +24,10 @@ constexpr std::string_view kTag = "# shardsim:";
 core::CollectiveAlgorithm algorithm_named(const std::string& v, const core::SourceLocation& at) {
   const auto a = core::parse_algorithm(v);
   if (a && (*a == core::CollectiveAlgorithm::kAuto || *a == core::CollectiveAlgorithm::kRing ||
-            *a == core::CollectiveAlgorithm::kTree)) {
+            *a == core::CollectiveAlgorithm::kTree || *a == core::CollectiveAlgorithm::kPat)) {
     return *a;
   }
-  throw core::ConfigError(at, "algorithm", fmt::format("auto, ring or tree (got '{}')", v));
+  throw core::ConfigError(at, "algorithm", fmt::format("auto, ring, tree or pat (got '{}')", v));
 }
 
 }  // namespace
@@ -117,6 +118,19 @@ CollectiveCheck load_collective_check(const std::string& path) {
       throw core::ConfigError({path, per_node_line, 1}, "per_node",
                               fmt::format("a divisor of the {} devices of a {} node and of ranks={} (got {})", gpus,
                                           c.cluster, c.ranks, c.per_node));
+    }
+  }
+  if (c.algorithm == core::CollectiveAlgorithm::kPat) {
+    // NCCL_ALGO=PAT: only where the library has it (NCCL 2.23 on, all-gather or reduce-scatter, one rank per node).
+    core::CollectiveLibrarySpec lib = c.machine.library;
+    if (c.nccl_minor > 0) lib.nccl_minor = c.nccl_minor;
+    if (c.protocols_forced) lib.protocols = c.protocols;
+    const int per_node = c.per_node > 0 ? c.per_node : c.machine.devices_per_node;
+    const engine::LibraryCall call{c.op, c.ranks, c.ranks / per_node, 1.0, 1.0};
+    if (!engine::pat_available(lib, call)) {
+      throw core::ConfigError({path, tag_line, 1}, "algorithm",
+                              "pat only where NCCL has PAT: nccl=2.23 or later, op=all_gather or reduce_scatter, "
+                              "per_node=1 and the Simple protocol allowed");
     }
   }
   c.samples = load_collective_samples(path, c.op, c.ranks);

@@ -18,7 +18,7 @@ namespace {
 
 core::CollectiveAlgorithm algorithm_of(const std::string& name) {
   if (const auto a = core::parse_algorithm(name)) return *a;
-  throw UsageError(fmt::format("unknown --algorithm '{}'; expected auto, ring, tree, hierarchical or best", name));
+  throw UsageError(fmt::format("unknown --algorithm '{}'; expected auto, ring, tree, hierarchical, best or pat", name));
 }
 
 }  // namespace
@@ -36,7 +36,7 @@ int cmd_collective(const std::vector<std::string>& args) {
       "min-size", po::value<std::string>()->default_value("1KiB"), "smallest size (nccl-tests' size column)")(
       "max-size", po::value<std::string>()->default_value("1GiB"), "largest size; sizes double in between")(
       "algorithm", po::value<std::string>()->default_value("auto"), "auto (the library's choice), ring, tree, "
-      "hierarchical or best (the fastest imaginable)")(
+      "hierarchical, best (the fastest imaginable) or pat (NCCL_ALGO=PAT)")(
       "json", po::value<std::string>(), "also write the rows as JSON to this file (times in seconds, sizes in bytes)");
   const auto parsed = parse_command(args, opts, "cluster");
   if (!parsed) return kOk;
@@ -66,6 +66,12 @@ int cmd_collective(const std::vector<std::string>& args) {
   const auto algorithm = algorithm_of(vm["algorithm"].as<std::string>());
   const graph::GroupShape shape = topology::strided_group_shape(c, ranks, stride);
   const int ppn = shape.within(c.node_level());
+  if (algorithm == core::CollectiveAlgorithm::kPat &&
+      !engine::pat_available(c.library, engine::LibraryCall{op, ranks, ranks / ppn, 1.0, 1.0})) {
+    throw UsageError(fmt::format("--algorithm pat: {}'s library has no PAT for this call (NCCL 2.23 or later, "
+                                 "all_gather or reduce_scatter, one rank per node: --stride {})",
+                                 c.name, c.devices_per_node));
+  }
 
   nlohmann::json rows = nlohmann::json::array();
   std::cout << fmt::format("{} on {}: {} ranks ({} nodes x {}), library {} ({}), algorithm {}\n",

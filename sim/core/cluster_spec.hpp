@@ -490,20 +490,22 @@ struct CollectiveLibrarySpec {
   /// protocols the library may use, LL / LL128 / Simple (NCCL_PROTO); LL128 needs NVLink inside and the NIC near
   /// the GPU in NCCL, and a system model that enables it in RCCL
   std::array<bool, 3> protocols{true, true, true};
-  /// NCCL's minor version (2.x), whose tuning table the library picks by: 18 (2.18, the default) to 29. What changed
+  /// NCCL's minor version (2.x), whose tuning table the library picks by: 18 (2.18, the default) to 30. What changed
   /// (NVIDIA/nccl src/graph/tuning.cc at each tag): 2.19-2.22 price a tree's Simple hop at 28 us on every link class
   /// (2.18: NVLink 4, PCI 6, network 14); 2.21 gives a ring's LL half the bus bandwidth (2.18: a quarter across
   /// nodes, a third inside one) under a Hopper cap of 141 / 45 / 35 GB/s (2.18: Ampere's 87.7 / 22.5 / 19); 2.23
   /// returns the tree's Simple hops to 4 / 4 / 14 us with an 8.4 us base and counts 2 (nodes - 1) network steps in a
-  /// ring all-reduce (2.18: 2 nodes). PAT (2.23+, one rank per node) and NVLS across nodes are not modelled (NVLS
-  /// inside a node is: `nvls`, by 2.18's table). RCCL ignores it.
+  /// ring all-reduce (2.18: 2 nodes), prices a call with one rank per node at the tree's network hop, and has PAT for
+  /// an all-gather or a reduce-scatter over one rank per node (engine::pat_available; 2.24 gives it 0.75 of the bus
+  /// bandwidth where 2.23 gave 0.85); 2.30 (NVIDIA/nccl@5067397, 2.30.7) keeps 2.29's tables where shardsim reads them.
+  /// NVLS across nodes is not modelled (inside a node it is: `nvls`, by 2.18's table). RCCL ignores it.
   int nccl_minor = 18;
   /// RCCL's tuning model, the one its system model of the node names (ROCm/rccl src/graph/rome_models.cc, option
   /// "tuning="): 0, the default of a node RCCL has no model for, or 3, the MI250X node of Frontier and LUMI-G
   /// (rome_model_74). NCCL ignores it.
   int rccl_tuning_model = 0;
   static constexpr int kMinNcclMinor = 18;
-  static constexpr int kMaxNcclMinor = 29;
+  static constexpr int kMaxNcclMinor = 30;
   /// measured latency over the library's own table, on the base latency and the hops inside a node, and on the
   /// network hops (1: the table as the library's source has it). They price the call; the library still picks
   /// its algorithm and protocol by its own table, as it does.
@@ -549,7 +551,7 @@ std::string library_label(const CollectiveLibrarySpec& l);
 /** @brief The minor version of an NCCL version "2.x" within the tables shardsim has (kMinNcclMinor to kMaxNcclMinor),
  *  or nullopt. */
 std::optional<int> parse_nccl_version(std::string_view text);
-/** @brief What parse_nccl_version() takes, for an error message: "an NCCL version 2.18 to 2.29". */
+/** @brief What parse_nccl_version() takes, for an error message: "an NCCL version 2.18 to 2.30". */
 std::string nccl_version_range();
 /** @brief The family library_name() spells `name` ("nccl", "rccl", "alpha-beta"), or nullopt. */
 std::optional<CollectiveLibrarySpec::Family> parse_library(std::string_view name);

@@ -27,13 +27,14 @@ std::string_view algorithm_name(CollectiveAlgorithm a) {
     case CollectiveAlgorithm::kHierarchical: return "hierarchical";
     case CollectiveAlgorithm::kBest: return "best";
     case CollectiveAlgorithm::kNvls: return "nvls";
+    case CollectiveAlgorithm::kPat: return "pat";
   }
   return "?";
 }
 
 std::optional<CollectiveAlgorithm> parse_algorithm(std::string_view name) {
   for (auto a : {CollectiveAlgorithm::kAuto, CollectiveAlgorithm::kRing, CollectiveAlgorithm::kTree,
-                 CollectiveAlgorithm::kHierarchical, CollectiveAlgorithm::kBest}) {
+                 CollectiveAlgorithm::kHierarchical, CollectiveAlgorithm::kBest, CollectiveAlgorithm::kPat}) {
     if (algorithm_name(a) == name) return a;
   }
   return std::nullopt;

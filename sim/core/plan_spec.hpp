@@ -37,8 +37,11 @@ enum class ModelCode { kHuggingFace, kMegatron, kFused };
 /// algorithm (NCCL_ALGO), the library still picks the protocol. kBest: the fastest algorithm shardsim knows at the
 /// links' own latencies, hierarchical included, and NVLS inside a node whose switch reduces (a what-if). kNvls:
 /// NCCL's NVLS, the NVSwitch reducing and multicasting (CollectiveLibrarySpec::nvls): what the library may pick for
-/// an all-reduce inside a node, never a plan's request.
-enum class CollectiveAlgorithm { kAuto, kRing, kTree, kHierarchical, kBest, kNvls };
+/// an all-reduce inside a node, never a plan's request. kPat: NCCL's PAT (2.23 and later), its all-gather and
+/// reduce-scatter over one rank per node in log-depth aggregated trees: what the library may pick for those, and what
+/// NCCL_ALGO=PAT forces where the library has it (a collective benchmark's or `shardsim collective`'s request, never a
+/// plan's: a plan's all-reduces have no PAT).
+enum class CollectiveAlgorithm { kAuto, kRing, kTree, kHierarchical, kBest, kNvls, kPat };
 
 /// The framework whose schedule a data-parallel plan follows. kDeepSpeed: DeepSpeed 0.14's ZeRO (ZeRO-3 fetches
 /// each submodule, gradients reduced by reduce_bucket_size bucket). kFsdp: PyTorch FSDP (FULL_SHARD, or
@@ -80,7 +83,7 @@ inline std::string_view cross_entropy_name(CrossEntropy c) { return kCrossEntrop
   return r == Recompute::kFull || r == Recompute::kSelectiveOp;
 }
 std::string_view algorithm_name(CollectiveAlgorithm a);
-/** @brief The algorithm algorithm_name() spells `name`, or nullopt. */
+/** @brief The algorithm algorithm_name() spells `name` (every one a request may name: not NVLS), or nullopt. */
 std::optional<CollectiveAlgorithm> parse_algorithm(std::string_view name);
 
 /** @brief Where each model state lives across the data-parallel ranks (AMSP's unified space, arXiv 2311.00257):

@@ -185,6 +185,7 @@ CollectiveEstimate library_collective(const LevelView& v, CollectiveOp op, doubl
     call.bus_Bps = per_edge / ring_bandwidth_s;
   }
   const LibraryChoice c = choose_library_call(v.cluster.library, call, requested);
+  // PAT moves a ring's bytes per rank (at its own share of the bus bandwidth): the ring's bytes by level.
   CollectiveEstimate e = c.algorithm == CollectiveAlgorithm::kTree   ? tree_all_reduce(v, m)
                          : c.algorithm == CollectiveAlgorithm::kNvls ? nvls_all_reduce(v, m)
                                                                      : ring_e;
@@ -227,11 +228,12 @@ CollectiveEstimate estimate_collective(const core::ClusterSpec& cluster, const G
 
   const bool tuned = cluster.library.family != core::CollectiveLibrarySpec::Family::kAlphaBeta &&
                      (requested == CollectiveAlgorithm::kAuto || requested == CollectiveAlgorithm::kRing ||
-                      requested == CollectiveAlgorithm::kTree);
+                      requested == CollectiveAlgorithm::kTree || requested == CollectiveAlgorithm::kPat);
   if (tuned) return library_collective(v, op, m, per_edge, steps, requested);
 
   switch (requested) {
     case CollectiveAlgorithm::kNvls:  // a library's pick, never a request; as a ring without one
+    case CollectiveAlgorithm::kPat:   // a library's; as a ring without one
     case CollectiveAlgorithm::kRing: return ring(v, per_edge, steps);
     case CollectiveAlgorithm::kTree:
       // NCCL only has trees for all-reduce; other operations run as rings.

@@ -51,6 +51,12 @@ constexpr double kNvlsTableRatio = 5.0 / 6.0;
 // What NVLS gets of the links a ring gets: NCCL's nvlsEfficiency for Hopper (NVIDIA/nccl@v2.28.3-1
 // src/graph/tuning.cc, where the table first states it; Blackwell 0.74).
 constexpr double kNvlsEfficiency = 0.85;
+// PAT in NCCL 2.23-2.30's table (NVIDIA/nccl@v2.23.4-1 src/graph/tuning.cc, unchanged to 2.30.7): an 8 us base,
+// log2(nodes) network levels at the tree's network hop / 3.5 each, and 2.8 us per rank ("still a linear part"); its
+// bus bandwidth 0.85 (2.23) or 0.75 (2.24 on) of the ring's, not converted to an algorithm bandwidth as a ring's is.
+constexpr double kPatBaseUs = 8.0;
+constexpr double kPatLevelDivisor = 3.5;
+constexpr double kPatPerRankUs = 2.8;
 // NCCL's ring "plateau" on multi-node Simple all-reduce applies when a channel's share of a rank's data is at least
 // 64 bytes; the channel count comes from its topology search, which is not modelled. [guess] 16 channels.
 constexpr double kAssumedChannels = 16.0;
@@ -159,6 +165,12 @@ double nvls_edge_factor(int n) { return (n + 1.0) / n; }
 
 double nvls_efficiency() { return kNvlsEfficiency; }
 
+bool pat_available(const CollectiveLibrarySpec& lib, const LibraryCall& call) {
+  return lib.family == CollectiveLibrarySpec::Family::kNccl && lib.nccl_minor >= 23 &&
+         (call.op == CollectiveOp::kAllGather || call.op == CollectiveOp::kReduceScatter) && call.nodes >= 2 &&
+         call.ranks == call.nodes && lib.protocols[static_cast<std::size_t>(Protocol::kSimple)];
+}
+
 double network_step_s(const CollectiveLibrarySpec& lib, Protocol p) {
   SHARDSIM_ASSERT(lib.family != CollectiveLibrarySpec::Family::kAlphaBeta, "not a tuned library");
   const auto pi = static_cast<std::size_t>(p);
@@ -209,7 +221,10 @@ LibraryChoice choose_library_call(const CollectiveLibrarySpec& lib, const Librar
   // table's scaled.
   LibraryChoice best;
   double best_predicted = std::numeric_limits<double>::infinity();
+  const bool pat = pat_available(lib, call) && (algorithm == CollectiveAlgorithm::kAuto || algorithm == CollectiveAlgorithm::kPat);
+  SHARDSIM_ASSERT(pat || algorithm != CollectiveAlgorithm::kPat, "PAT forced where the library has none");
   for (int a : {kTree, kRing}) {
+    if (algorithm == CollectiveAlgorithm::kPat) break;
     if (a == kTree && (!all_reduce || algorithm == CollectiveAlgorithm::kRing)) continue;
     if (a == kRing && algorithm == CollectiveAlgorithm::kTree && all_reduce) continue;
     for (int p = 0; p < 3; ++p) {
@@ -240,7 +255,9 @@ LibraryChoice choose_library_call(const CollectiveLibrarySpec& lib, const Librar
       if (bw <= 0.0) continue;
       // Latency (us): the base, then hops inside a node and across the network.
       double intra = table_hop_us(lib, intra_hw, a, p);
-      const double inter = table_hop_us(lib, kNet, a, p);
+      // NCCL 2.23 and later price the network hops of a call with one rank per node at the tree's ("with ppn=1
+      // latencies are fully exposed").
+      const double inter = table_hop_us(lib, kNet, !rccl && minor >= 23 && ppn == 1 ? kTree : a, p);
       // NCCL 2.23 gave the tree's Simple protocol a base latency (8.4 us; 0 before).
       double base_and_intra = !rccl && a == kTree && p == 2 && minor >= 23 ? 8.4 : t.base_us[ai][pi];
       double net_hops = 0.0;
@@ -254,8 +271,9 @@ LibraryChoice choose_library_call(const CollectiveLibrarySpec& lib, const Librar
       }
       // The network step the call pays: the measured one of its algorithm (a tree's hop, a ring's step; a tree pays
       // the ring's where only that is measured), else the table's x the network latency scale.
-      const double measured_net_us =
-          (a == kTree ? tree_step_s(lib, static_cast<Protocol>(p)) : network_step_s(lib, static_cast<Protocol>(p))) * 1e6;
+      const double measured_net_us = a == kTree                 ? tree_step_s(lib, static_cast<Protocol>(p)) * 1e6
+                                     : lib.net_step_s[pi] >= 0.0 ? lib.net_step_s[pi] * 1e6
+                                                                 : inter * lib.net_latency_scale;
       double table_us = base_and_intra + net_hops * inter;
       double lat_us = base_and_intra * lib.latency_scale + net_hops * measured_net_us;
       if (!rccl && a == kRing && p == 2 && nodes > 1 && all_reduce && call.bytes / (kAssumedChannels * n) >= 64.0) {
@@ -285,6 +303,27 @@ LibraryChoice choose_library_call(const CollectiveLibrarySpec& lib, const Librar
         best.bandwidth_factor = bw / bus;
         best.time_s = lat_us * 1e-6 + bandwidth_s;
       }
+    }
+  }
+  // PAT (pat_available): picked by its table against the ring's; it costs its base at the measured latency scale, its
+  // per-rank part at the network latency scale (with one rank per node, each rank's part is a network peer's), its
+  // levels at the measured tree hop (else the table's scaled), and its bytes at the table's share of the bus bandwidth.
+  if (pat) {
+    const double levels = log2i(nodes);
+    const double table_us = kPatBaseUs + levels * table_hop_us(lib, kNet, kTree, 2) / kPatLevelDivisor + n * kPatPerRankUs;
+    const double share = minor == 23 ? 0.85 : 0.75;
+    const double bandwidth_s = call.bytes / (bus * share * 1e9);
+    const double predicted_s = table_us * 1e-6 + bandwidth_s;
+    if (predicted_s < best_predicted) {
+      best_predicted = predicted_s;
+      best.algorithm = CollectiveAlgorithm::kPat;
+      best.protocol = Protocol::kSimple;
+      best.latency_s = (kPatBaseUs * lib.latency_scale + n * kPatPerRankUs * lib.net_latency_scale) * 1e-6 +
+                       levels * tree_step_s(lib, Protocol::kSimple) / kPatLevelDivisor;
+      best.paced_s = 0.0;
+      best.unpaced_latency_s = best.latency_s;
+      best.bandwidth_factor = share * (n - 1.0) / n;
+      best.time_s = best.latency_s + bandwidth_s;
     }
   }
   // NVLS (lib.nvls): an all-reduce inside one node whose NVSwitch reduces, Simple only, not where NCCL_ALGO forces

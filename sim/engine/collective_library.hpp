@@ -16,8 +16,9 @@
 //    model gets, or 3, the MI250X node's), each with its own latency table, bandwidth ratios per algorithm and
 //    protocol, and size-dependent correction factors.
 // busBw, the library's Simple-protocol bus bandwidth, is what the machine's network levels give a ring
-// (collective_cost.cpp): the library's channel search is not modelled, nor are CollNet / PAT / NVLS across
-// nodes, nor the per-channel caps that need the channel count. NVLS inside a node is (CollectiveLibrarySpec::nvls).
+// (collective_cost.cpp): the library's channel search is not modelled, nor are CollNet / NVLS across nodes, nor the
+// per-channel caps that need the channel count. NVLS inside a node is (CollectiveLibrarySpec::nvls), and so is PAT
+// (NCCL 2.23 and later: all-gather and reduce-scatter over one rank per node, pat_available()).
 #include <string_view>
 
 #include "sim/core/cluster_spec.hpp"
@@ -53,8 +54,9 @@ struct LibraryChoice {
   double paced_s = 0.0;
   double unpaced_latency_s = 0.0;  ///< where paced_s > 0: the library's own latency, before the floor
   /// the protocol's bandwidth over the Simple ring's bus bandwidth: the bandwidth term is the ring's bytes per
-  /// edge / (bus_Bps x bandwidth_factor) for rings, bytes x 2 / (bus_Bps x bandwidth_factor) for trees, and
-  /// bytes x (n + 1) / n / (bus_Bps x bandwidth_factor) for NVLS (nvls_edge_factor)
+  /// edge / (bus_Bps x bandwidth_factor) for rings and PAT (which moves a ring's bytes per rank), bytes x 2 /
+  /// (bus_Bps x bandwidth_factor) for trees, and bytes x (n + 1) / n / (bus_Bps x bandwidth_factor) for NVLS
+  /// (nvls_edge_factor)
   double bandwidth_factor = 1.0;
   double time_s = 0.0;
 };
@@ -65,10 +67,16 @@ double nvls_edge_factor(int n);
 /** @brief What NVLS gets of the links a ring gets (NCCL's nvlsEfficiency for Hopper, 0.85). */
 double nvls_efficiency();
 
-/** @brief The algorithm and protocol `library` picks for `call` (only `algorithm` when it is kRing or kTree; a
+/** @brief Whether `library` has PAT for `call` (NVIDIA/nccl src/graph/tuning.cc, ncclPatEnable, 2.23 to 2.30): NCCL
+ *  2.23 or later, an all-gather or a reduce-scatter, one rank on each of two or more nodes, and the Simple protocol
+ *  allowed (PAT runs only under Simple). */
+bool pat_available(const core::CollectiveLibrarySpec& library, const LibraryCall& call);
+
+/** @brief The algorithm and protocol `library` picks for `call` (only `algorithm` when it is kRing, kTree or kPat; a
  *  tree is only an all-reduce's; NVLS where CollectiveLibrarySpec::nvls allows it and the algorithm is not
- *  forced), and their time. Precondition: family is NCCL or RCCL; call.ranks >= 2;
- *  call.op is an all-reduce, all-gather or reduce-scatter; bus_Bps > 0. */
+ *  forced; PAT where pat_available() and the algorithm is not forced to a ring), and their time. Precondition:
+ *  family is NCCL or RCCL; call.ranks >= 2; call.op is an all-reduce, all-gather or reduce-scatter; bus_Bps > 0;
+ *  pat_available() where `algorithm` is kPat. */
 LibraryChoice choose_library_call(const core::CollectiveLibrarySpec& library, const LibraryCall& call,
                                   core::CollectiveAlgorithm algorithm = core::CollectiveAlgorithm::kAuto);
 

@@ -314,8 +314,9 @@ class Planner {
       }
       return;
     }
-    // Ring, or a tree (all-reduce only) carried over the same channels at the tree's bandwidth and latency; the
-    // flows carry what the protocol's bandwidth makes of the bytes (LL and LL128 move less per second).
+    // Ring, or a tree (all-reduce only) carried over the same channels at the tree's bandwidth and latency, or PAT
+    // (a ring's bytes per rank at PAT's share); the flows carry what the protocol's bandwidth makes of the bytes (LL
+    // and LL128 move less per second).
     const bool tree = all_reduce && est.algorithm == core::CollectiveAlgorithm::kTree;
     // NVLS: each GPU's buffer to the switch and its reduced share back, (n + 1) / n each way, as flows between ring
     // neighbours through the switch (the same bytes on each GPU's link).

@@ -150,7 +150,7 @@ void apply_library(const ConfigNode& n, core::CollectiveLibrarySpec& l) {
                 "tree_step_latency", "host_cpu", "intra_link", "generation", "protocols", "paced_rings", "nvls"});
   if (auto v = n.find("library")) set_family(*v);
   if (auto v = n.find("version")) {
-    // NCCL's version, whose tuning table it picks by: "2.18" to "2.29".
+    // NCCL's version, whose tuning table it picks by: "2.18" to "2.30".
     if (l.family != Spec::Family::kNccl) v->fail("a version for NCCL only (the library here is not NCCL)");
     const std::string text = v->as_string();
     const auto minor = core::parse_nccl_version(text);

@@ -403,6 +403,66 @@ TEST(CollectiveLibrary, NcclVersionsPickByTheirOwnTables) {
   EXPECT_NEAR((r18.latency_s - r23.latency_s) * 1e6, 1.4 * 2 * (14.0 - 3.4), 1e-6);
 }
 
+// NCCL 2.23 and later price a call with one rank per node at the tree's network hop (NVIDIA/nccl@v2.23.4-1
+// src/graph/tuning.cc: "with ppn=1 latencies are fully exposed"): an LL ring over 16 single-rank nodes pays 15 hops of
+// 5.0 us where 2.22 paid the ring's 2.7, and the same call with two ranks per node keeps the ring's hop.
+TEST(CollectiveLibrary, NcclPricesOneRankPerNodeAtTheTreesHopFrom223) {
+  auto lib = nccl();
+  lib.protocols = {true, false, false};
+  const auto one = call(graph::CollectiveOp::kAllGather, 16, 16, 4096, 12.5);
+  lib.nccl_minor = 22;
+  EXPECT_NEAR(choose_library_call(lib, one, core::CollectiveAlgorithm::kRing).latency_s * 1e6, 6.6 + 15 * 2.7, 1e-9);
+  lib.nccl_minor = 23;
+  EXPECT_NEAR(choose_library_call(lib, one, core::CollectiveAlgorithm::kRing).latency_s * 1e6, 6.6 + 15 * 5.0, 1e-9);
+  const auto two = call(graph::CollectiveOp::kAllGather, 32, 16, 4096, 12.5);
+  EXPECT_NEAR(choose_library_call(lib, two, core::CollectiveAlgorithm::kRing).latency_s * 1e6,
+              6.6 + 16 * std::max(0.6, 1.0) + 15 * 2.7, 1e-9);  // in-node hops at least the 1 us overhead
+}
+
+// PAT (NCCL 2.23 on, one rank per node, all-gather and reduce-scatter, Simple only): NCCL's table prices it at 8 us +
+// log2(nodes) x the tree's network hop / 3.5 + 2.8 us per rank, at 0.85 (2.23) or 0.75 (2.24 on) of the bus bandwidth
+// as algorithm bandwidth; it wins small and mid gathers at scale, the ring large ones. The cost: the base at the
+// latency scale, the per-rank part at the network latency scale, the levels at the measured tree hop.
+TEST(CollectiveLibrary, PatServesGathersOverOneRankPerNodeFrom223) {
+  auto lib = nccl();
+  const auto small = call(graph::CollectiveOp::kAllGather, 64, 64, 65536, 12.5);
+  EXPECT_FALSE(pat_available(lib, small));  // 2.18
+  EXPECT_NE(choose_library_call(lib, small).algorithm, core::CollectiveAlgorithm::kPat);
+  lib.nccl_minor = 24;
+  ASSERT_TRUE(pat_available(lib, small));
+  const auto pat = choose_library_call(lib, small);
+  EXPECT_EQ(pat.algorithm, core::CollectiveAlgorithm::kPat);
+  EXPECT_EQ(pat.protocol, Protocol::kSimple);
+  EXPECT_NEAR(pat.latency_s * 1e6, 8.0 + 6 * 14.0 / 3.5 + 64 * 2.8, 1e-9);
+  EXPECT_NEAR(pat.bandwidth_factor, 0.75 * 63.0 / 64.0, 1e-12);
+  EXPECT_NEAR(pat.time_s, pat.latency_s + 65536 / (0.75 * 12.5e9), 1e-12);
+  lib.nccl_minor = 23;
+  EXPECT_NEAR(choose_library_call(lib, small).bandwidth_factor, 0.85 * 63.0 / 64.0, 1e-12);
+  lib.nccl_minor = 30;
+  // The measured scales and tree hop price the pick.
+  lib.latency_scale = 2.0;
+  lib.net_latency_scale = 1.5;
+  lib.tree_step_s = {-1.0, -1.0, 21e-6};
+  EXPECT_NEAR(choose_library_call(lib, small).latency_s * 1e6, 8.0 * 2.0 + 64 * 2.8 * 1.5 + 6 * 21.0 / 3.5, 1e-9);
+  // A gigabyte goes ring (n / (n - 1) of the bus bandwidth against PAT's 0.75), unless NCCL_ALGO=PAT forces it.
+  const auto big = call(graph::CollectiveOp::kReduceScatter, 64, 64, 1 << 30, 12.5);
+  EXPECT_EQ(choose_library_call(lib, big).algorithm, core::CollectiveAlgorithm::kRing);
+  EXPECT_EQ(choose_library_call(lib, big, core::CollectiveAlgorithm::kPat).algorithm, core::CollectiveAlgorithm::kPat);
+  EXPECT_EQ(choose_library_call(lib, small, core::CollectiveAlgorithm::kRing).algorithm, core::CollectiveAlgorithm::kRing);
+  // Never with two ranks on a node, for an all-reduce, without Simple, or in RCCL.
+  EXPECT_FALSE(pat_available(lib, call(graph::CollectiveOp::kAllGather, 128, 64, 65536, 12.5)));
+  EXPECT_NE(choose_library_call(lib, call(graph::CollectiveOp::kAllGather, 128, 64, 65536, 12.5)).algorithm,
+            core::CollectiveAlgorithm::kPat);
+  EXPECT_FALSE(pat_available(lib, call(graph::CollectiveOp::kAllReduce, 64, 64, 65536, 12.5)));
+  auto no_simple = lib;
+  no_simple.protocols = {true, true, false};
+  EXPECT_FALSE(pat_available(no_simple, small));
+  EXPECT_NE(choose_library_call(no_simple, small).algorithm, core::CollectiveAlgorithm::kPat);
+  auto rccl = lib;
+  rccl.family = CollectiveLibrarySpec::Family::kRccl;
+  EXPECT_FALSE(pat_available(rccl, small));
+}
+
 // RCCL's default model: its own tables (Simple base 17 us; ring Simple over xGMI 3.6 us a hop, network 15.1 us).
 TEST(CollectiveLibrary, RcclFollowsItsOwnTables) {
   CollectiveLibrarySpec lib;

@@ -1124,7 +1124,7 @@ TEST(Scenario, CollectiveLibraryKeysChangeThePresetsLibrary) {
   EXPECT_EQ(v21.cluster.library.nccl_minor, 21);
   EXPECT_EQ(steps.cluster.library.nccl_minor, 18);
   expect_error(replace(kGood, "  nodes: 2", "  nodes: 2\n  collective_library: {version: 2.17}"),
-               {6, 33, "cluster.collective_library.version", "2.18 to 2.29"});
+               {6, 33, "cluster.collective_library.version", "2.18 to 2.30"});
   expect_error(replace(kGood, "  nodes: 2", "  nodes: 2\n  collective_library: {library: rccl, version: 2.21}"),
                {6, 48, "cluster.collective_library.version", "NCCL only"});
   // RCCL's tuning model is the one its system model of the node names: 0 (its default) or 3 (the MI250X node's).

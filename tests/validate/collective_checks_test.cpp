@@ -40,7 +40,7 @@ struct Shipped {
 
 TEST(CollectiveChecks, ShippedBenchmarksNameTheirMachineAndForcedSettings) {
   const Shipped named;
-  ASSERT_EQ(named.checks.size(), 88u);
+  ASSERT_EQ(named.checks.size(), 93u);
   const auto& big = named("h100_128x8_all_reduce_ring_ll128.txt");
   EXPECT_EQ(big.cluster, "dgx-h100");
   EXPECT_EQ(big.ranks, 1024);
@@ -289,6 +289,60 @@ TEST(CollectiveChecks, RunsThatLeaveGpusIdlePlaceTheirRanksPerNode) {
   }
 }
 
+// Leonardo's all-gathers over one A100 per node (HLC-Lab/nccl bench_bine/results.md, NCCL 2.30.7), held out: NCCL_ALGO=PAT
+// runs PAT at every size; NCCL_ALGO=Ring a ring; left to itself the library picks PAT for small and mid gathers, the
+// ring for large ones, and the 256 B gather's time is PAT's table (8 us x the A100 latency scale + 16 x 2.8 us + 4
+// levels of 14 / 3.5 us) within 10% of the 81 us measured.
+TEST(CollectiveChecks, LeonardosGathersOverOneGpuPerNodeRunAsPatOrRing) {
+  const Shipped named;
+  const auto& pat = named("leonardo_16x1_all_gather_pat.txt");
+  EXPECT_EQ(pat.algorithm, core::CollectiveAlgorithm::kPat);
+  EXPECT_EQ(pat.per_node, 1);
+  EXPECT_EQ(pat.nccl_minor, 30);
+  EXPECT_EQ(pat.role, "check");
+  const auto rows = predict_collective_check(pat);
+  ASSERT_FALSE(rows.empty());
+  for (const auto& r : rows) EXPECT_EQ(r.algorithm, "pat") << r.bytes;
+  EXPECT_DOUBLE_EQ(rows.front().bytes, 256.0);
+  EXPECT_NEAR(rows.front().predicted_s / rows.front().measured_s, 1.0, 0.10);
+  for (const auto& r : predict_collective_check(named("leonardo_64x1_all_gather_ring.txt"))) {
+    EXPECT_EQ(r.algorithm, "ring") << r.bytes;
+  }
+  auto cluster = pat.machine;
+  cluster.nodes = 16;
+  cluster.library.nccl_minor = 30;
+  const auto shape = topology::strided_group_shape(cluster, 16, cluster.devices_per_node);
+  const auto at = [&](double bytes) {
+    return engine::estimate_collective(cluster, shape, graph::CollectiveOp::kAllGather, core::Bytes(bytes),
+                                       core::CollectiveAlgorithm::kAuto)
+        .algorithm;
+  };
+  EXPECT_EQ(at(65536), core::CollectiveAlgorithm::kPat);
+  EXPECT_EQ(at(1 << 30), core::CollectiveAlgorithm::kRing);
+}
+
+// algorithm=pat only where NCCL has PAT: 2.23 on, an all-gather or a reduce-scatter, one rank per node.
+TEST(CollectiveChecks, PatIsRefusedWhereTheLibraryHasNone) {
+  const std::string table = "     1048576        262144     float    none      -1    156.9    6.68   12.53      0\n";
+  const auto ok = load_collective_check(write_temp(
+      "shardsim_check_pat.txt", "# shardsim: cluster=dgx-h100 op=all_gather ranks=16 per_node=1 algorithm=pat nccl=2.23\n" + table));
+  EXPECT_EQ(ok.algorithm, core::CollectiveAlgorithm::kPat);
+  for (const char* tag : {"cluster=dgx-h100 op=all_gather ranks=16 per_node=1 algorithm=pat nccl=2.22",
+                          "cluster=dgx-h100 op=all_gather ranks=16 per_node=2 algorithm=pat nccl=2.26",
+                          "cluster=dgx-h100 op=all_reduce ranks=16 per_node=1 algorithm=pat nccl=2.26",
+                          "cluster=dgx-h100 op=all_gather ranks=16 per_node=1 algorithm=pat nccl=2.26 protocols=LL",
+                          "cluster=frontier op=all_gather ranks=16 per_node=1 algorithm=pat"}) {
+    const auto f = write_temp("shardsim_check_patbad.txt", std::string("# x\n# shardsim: ") + tag + "\n" + table);
+    try {
+      (void)load_collective_check(f);
+      FAIL() << "accepted " << tag;
+    } catch (const core::ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find(":2:"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("algorithm"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(CollectiveChecks, ABenchmarkWithoutItsMachineIsRefusedWithFileAndLine) {
   const std::string table = "     1048576        262144     float     sum      -1    156.9    6.68   12.53      0\n";
   const auto none = write_temp("shardsim_check_none.txt", table);
@@ -308,11 +362,14 @@ TEST(CollectiveChecks, ABenchmarkWithoutItsMachineIsRefusedWithFileAndLine) {
   }
   const auto preset = write_temp("shardsim_check_preset.txt", "# shardsim: cluster=dgx-b200 ranks=16\n" + table);
   EXPECT_THROW((void)load_collective_check(preset), core::ConfigError);
-  // The NCCL version a run used: 2.18 to 2.29, and only where the machine's library is NCCL.
+  // The NCCL version a run used: 2.18 to 2.30, and only where the machine's library is NCCL.
   const auto v = load_collective_check(write_temp("shardsim_check_v.txt", "# shardsim: cluster=dgx-h100 ranks=16 nccl=2.26\n" + table));
   EXPECT_EQ(v.nccl_minor, 26);
   EXPECT_EQ(tagged_samples(v).at(0).nccl_minor, 26);
-  for (const char* tag : {"cluster=dgx-h100 ranks=16 nccl=2.8", "cluster=frontier ranks=16 nccl=2.21"}) {
+  EXPECT_EQ(load_collective_check(write_temp("shardsim_check_v30.txt", "# shardsim: cluster=dgx-h100 ranks=16 nccl=2.30\n" + table)).nccl_minor,
+            30);
+  for (const char* tag : {"cluster=dgx-h100 ranks=16 nccl=2.8", "cluster=dgx-h100 ranks=16 nccl=2.31",
+                          "cluster=frontier ranks=16 nccl=2.21"}) {
     const auto f = write_temp("shardsim_check_vbad.txt", std::string("# shardsim: ") + tag + "\n" + table);
     try {
       (void)load_collective_check(f);
