@@ -221,7 +221,8 @@ LibraryChoice choose_library_call(const CollectiveLibrarySpec& lib, const Librar
   // table's scaled.
   LibraryChoice best;
   double best_predicted = std::numeric_limits<double>::infinity();
-  const bool pat = pat_available(lib, call) && (algorithm == CollectiveAlgorithm::kAuto || algorithm == CollectiveAlgorithm::kPat);
+  const bool pat = pat_available(lib, call) &&
+                   (algorithm == CollectiveAlgorithm::kAuto || algorithm == CollectiveAlgorithm::kPat);
   SHARDSIM_ASSERT(pat || algorithm != CollectiveAlgorithm::kPat, "PAT forced where the library has none");
   for (int a : {kTree, kRing}) {
     if (algorithm == CollectiveAlgorithm::kPat) break;
@@ -310,7 +311,8 @@ LibraryChoice choose_library_call(const CollectiveLibrarySpec& lib, const Librar
   // levels at the measured tree hop (else the table's scaled), and its bytes at the table's share of the bus bandwidth.
   if (pat) {
     const double levels = log2i(nodes);
-    const double table_us = kPatBaseUs + levels * table_hop_us(lib, kNet, kTree, 2) / kPatLevelDivisor + n * kPatPerRankUs;
+    const double table_us =
+        kPatBaseUs + levels * table_hop_us(lib, kNet, kTree, 2) / kPatLevelDivisor + n * kPatPerRankUs;
     const double share = minor == 23 ? 0.85 : 0.75;
     const double bandwidth_s = call.bytes / (bus * share * 1e9);
     const double predicted_s = table_us * 1e-6 + bandwidth_s;

@@ -565,8 +565,10 @@ TEST(Collective, PrintsAndWritesTheLibrarysChoiceSizeBySize) {
 // NCCL_ALGO=PAT as a what-if: on Leonardo's machine (NCCL 2.30) over one GPU per node the command runs PAT at every
 // size; where NCCL has no PAT (two ranks per node, NCCL 2.18's DGX H100, an all-reduce) it is refused with exit 2.
 TEST(Collective, RunsPatWhereNcclHasIt) {
-  const std::string leonardo = std::string(SHARDSIM_SOURCE_DIR) + "/validate/data/collectives/machines/leonardo-booster.yaml";
-  const Outcome r = run("collective '" + leonardo + "' --op all_gather --ranks 16 --stride 4 --algorithm pat --min-size 1GiB --max-size 1GiB");
+  const std::string leonardo =
+      std::string(SHARDSIM_SOURCE_DIR) + "/validate/data/collectives/machines/leonardo-booster.yaml";
+  const Outcome r = run("collective '" + leonardo +
+                        "' --op all_gather --ranks 16 --stride 4 --algorithm pat --min-size 1GiB --max-size 1GiB");
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("16 ranks (16 nodes x 1)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("pat    Simple"), std::string::npos) << r.out;

@@ -448,7 +448,8 @@ TEST(CollectiveLibrary, PatServesGathersOverOneRankPerNodeFrom223) {
   const auto big = call(graph::CollectiveOp::kReduceScatter, 64, 64, 1 << 30, 12.5);
   EXPECT_EQ(choose_library_call(lib, big).algorithm, core::CollectiveAlgorithm::kRing);
   EXPECT_EQ(choose_library_call(lib, big, core::CollectiveAlgorithm::kPat).algorithm, core::CollectiveAlgorithm::kPat);
-  EXPECT_EQ(choose_library_call(lib, small, core::CollectiveAlgorithm::kRing).algorithm, core::CollectiveAlgorithm::kRing);
+  EXPECT_EQ(choose_library_call(lib, small, core::CollectiveAlgorithm::kRing).algorithm,
+            core::CollectiveAlgorithm::kRing);
   // Never with two ranks on a node, for an all-reduce, without Simple, or in RCCL.
   EXPECT_FALSE(pat_available(lib, call(graph::CollectiveOp::kAllGather, 128, 64, 65536, 12.5)));
   EXPECT_NE(choose_library_call(lib, call(graph::CollectiveOp::kAllGather, 128, 64, 65536, 12.5)).algorithm,

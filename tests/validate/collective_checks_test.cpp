@@ -289,10 +289,10 @@ TEST(CollectiveChecks, RunsThatLeaveGpusIdlePlaceTheirRanksPerNode) {
   }
 }
 
-// Leonardo's all-gathers over one A100 per node (HLC-Lab/nccl bench_bine/results.md, NCCL 2.30.7), held out: NCCL_ALGO=PAT
-// runs PAT at every size; NCCL_ALGO=Ring a ring; left to itself the library picks PAT for small and mid gathers, the
-// ring for large ones, and the 256 B gather's time is PAT's table (8 us x the A100 latency scale + 16 x 2.8 us + 4
-// levels of 14 / 3.5 us) within 10% of the 81 us measured.
+// Leonardo's all-gathers over one A100 per node (HLC-Lab/nccl bench_bine/results.md, NCCL 2.30.7), held out:
+// NCCL_ALGO=PAT runs PAT at every size; NCCL_ALGO=Ring a ring; left to itself the library picks PAT for small and mid
+// gathers, the ring for large ones, and the 256 B gather's time is PAT's table (8 us x the A100 latency scale + 16 x
+// 2.8 us + 4 levels of 14 / 3.5 us) within 10% of the 81 us measured.
 TEST(CollectiveChecks, LeonardosGathersOverOneGpuPerNodeRunAsPatOrRing) {
   const Shipped named;
   const auto& pat = named("leonardo_16x1_all_gather_pat.txt");
@@ -324,8 +324,9 @@ TEST(CollectiveChecks, LeonardosGathersOverOneGpuPerNodeRunAsPatOrRing) {
 // algorithm=pat only where NCCL has PAT: 2.23 on, an all-gather or a reduce-scatter, one rank per node.
 TEST(CollectiveChecks, PatIsRefusedWhereTheLibraryHasNone) {
   const std::string table = "     1048576        262144     float    none      -1    156.9    6.68   12.53      0\n";
-  const auto ok = load_collective_check(write_temp(
-      "shardsim_check_pat.txt", "# shardsim: cluster=dgx-h100 op=all_gather ranks=16 per_node=1 algorithm=pat nccl=2.23\n" + table));
+  const auto ok = load_collective_check(
+      write_temp("shardsim_check_pat.txt",
+                 "# shardsim: cluster=dgx-h100 op=all_gather ranks=16 per_node=1 algorithm=pat nccl=2.23\n" + table));
   EXPECT_EQ(ok.algorithm, core::CollectiveAlgorithm::kPat);
   for (const char* tag : {"cluster=dgx-h100 op=all_gather ranks=16 per_node=1 algorithm=pat nccl=2.22",
                           "cluster=dgx-h100 op=all_gather ranks=16 per_node=2 algorithm=pat nccl=2.26",
@@ -366,8 +367,8 @@ TEST(CollectiveChecks, ABenchmarkWithoutItsMachineIsRefusedWithFileAndLine) {
   const auto v = load_collective_check(write_temp("shardsim_check_v.txt", "# shardsim: cluster=dgx-h100 ranks=16 nccl=2.26\n" + table));
   EXPECT_EQ(v.nccl_minor, 26);
   EXPECT_EQ(tagged_samples(v).at(0).nccl_minor, 26);
-  EXPECT_EQ(load_collective_check(write_temp("shardsim_check_v30.txt", "# shardsim: cluster=dgx-h100 ranks=16 nccl=2.30\n" + table)).nccl_minor,
-            30);
+  const auto v30 = write_temp("shardsim_check_v30.txt", "# shardsim: cluster=dgx-h100 ranks=16 nccl=2.30\n" + table);
+  EXPECT_EQ(load_collective_check(v30).nccl_minor, 30);
   for (const char* tag : {"cluster=dgx-h100 ranks=16 nccl=2.8", "cluster=dgx-h100 ranks=16 nccl=2.31",
                           "cluster=frontier ranks=16 nccl=2.21"}) {
     const auto f = write_temp("shardsim_check_vbad.txt", std::string("# shardsim: ") + tag + "\n" + table);
