@@ -240,7 +240,9 @@ LibraryChoice choose_library_call(const CollectiveLibrarySpec& lib, const Librar
         if (a == kRing && p == 0) {
           bw = std::min(ll_max, bw * (minor >= 21 ? 0.5 : (nodes > 1 || all_reduce) ? 1.0 / 4.0 : 1.0 / 3.0));
         }
-        if (a == kRing && p == 1) bw *= ppn < 2 ? 0.7 : 0.92;
+        // LL128 rings: 0.92 of the bus bandwidth; one rank per node 0.7 until 2.22 (2.23 dropped the discount when it
+        // moved such calls to the tree's network hop).
+        if (a == kRing && p == 1) bw *= ppn < 2 && minor < 23 ? 0.7 : 0.92;
         if (a == kTree) bw *= 0.92;
         if (a == kTree && p == 0) bw = std::min(bw / 3.8, ll_max);
         if (a == kTree && p == 1) bw *= nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0;

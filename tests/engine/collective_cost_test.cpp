@@ -414,6 +414,13 @@ TEST(CollectiveLibrary, NcclPricesOneRankPerNodeAtTheTreesHopFrom223) {
   EXPECT_NEAR(choose_library_call(lib, one, core::CollectiveAlgorithm::kRing).latency_s * 1e6, 6.6 + 15 * 2.7, 1e-9);
   lib.nccl_minor = 23;
   EXPECT_NEAR(choose_library_call(lib, one, core::CollectiveAlgorithm::kRing).latency_s * 1e6, 6.6 + 15 * 5.0, 1e-9);
+  // 2.23 also dropped the 0.7 share of the bus bandwidth an LL128 ring over one rank per node got (0.92 since).
+  auto ll128 = nccl();
+  ll128.protocols = {false, true, false};
+  ll128.nccl_minor = 22;
+  EXPECT_NEAR(choose_library_call(ll128, one, core::CollectiveAlgorithm::kRing).bandwidth_factor, 0.7, 1e-12);
+  ll128.nccl_minor = 23;
+  EXPECT_NEAR(choose_library_call(ll128, one, core::CollectiveAlgorithm::kRing).bandwidth_factor, 0.92, 1e-12);
   const auto two = call(graph::CollectiveOp::kAllGather, 32, 16, 4096, 12.5);
   EXPECT_NEAR(choose_library_call(lib, two, core::CollectiveAlgorithm::kRing).latency_s * 1e6,
               6.6 + 16 * std::max(0.6, 1.0) + 15 * 2.7, 1e-9);  // in-node hops at least the 1 us overhead
