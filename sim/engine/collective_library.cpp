@@ -171,11 +171,19 @@ bool pat_available(const CollectiveLibrarySpec& lib, const LibraryCall& call) {
          call.ranks == call.nodes && lib.protocols[static_cast<std::size_t>(Protocol::kSimple)];
 }
 
+namespace {
+// A ring's network step under protocol p (s): the measured one where `lib` has it, else `table_hop_us` (the table's
+// hop the call is priced at) x the network latency scale.
+double ring_step_s(const CollectiveLibrarySpec& lib, std::size_t pi, double table_hop_us) {
+  if (lib.net_step_s[pi] >= 0.0) return lib.net_step_s[pi];
+  return table_hop_us * lib.net_latency_scale * 1e-6;
+}
+}  // namespace
+
 double network_step_s(const CollectiveLibrarySpec& lib, Protocol p) {
   SHARDSIM_ASSERT(lib.family != CollectiveLibrarySpec::Family::kAlphaBeta, "not a tuned library");
   const auto pi = static_cast<std::size_t>(p);
-  if (lib.net_step_s[pi] >= 0.0) return lib.net_step_s[pi];
-  return table_hop_us(lib, kNet, kRing, static_cast<int>(pi)) * lib.net_latency_scale * 1e-6;
+  return ring_step_s(lib, pi, table_hop_us(lib, kNet, kRing, static_cast<int>(pi)));
 }
 
 double tree_step_s(const CollectiveLibrarySpec& lib, Protocol p) {
@@ -274,9 +282,8 @@ LibraryChoice choose_library_call(const CollectiveLibrarySpec& lib, const Librar
       }
       // The network step the call pays: the measured one of its algorithm (a tree's hop, a ring's step; a tree pays
       // the ring's where only that is measured), else the table's x the network latency scale.
-      const double measured_net_us = a == kTree                 ? tree_step_s(lib, static_cast<Protocol>(p)) * 1e6
-                                     : lib.net_step_s[pi] >= 0.0 ? lib.net_step_s[pi] * 1e6
-                                                                 : inter * lib.net_latency_scale;
+      const double measured_net_us =
+          (a == kTree ? tree_step_s(lib, static_cast<Protocol>(p)) : ring_step_s(lib, pi, inter)) * 1e6;
       double table_us = base_and_intra + net_hops * inter;
       double lat_us = base_and_intra * lib.latency_scale + net_hops * measured_net_us;
       if (!rccl && a == kRing && p == 2 && nodes > 1 && all_reduce && call.bytes / (kAssumedChannels * n) >= 64.0) {
