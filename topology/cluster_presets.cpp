@@ -56,8 +56,8 @@ constexpr double kNcclA100LatencyScale = 1.9145;  // NCCL picking by its own tab
 // with NVLS at NCCL's Hopper efficiency of this rate (CollectiveLibrarySpec::nvls), 33% slow at the rings' rate.
 constexpr double kH100NvswitchBandwidth = 363.5;  // GB/s
 // What NCCL gets of Polaris's Slingshot-11 through libfabric's CXI provider and the AWS OFI plugin: a ring's network
-// step of 19.91 us under LL and 83.48 us under LL128 (NCCL's table: 2.7 and 4), a tree's network hop of 11.04 us under
-// LL and 60.86 us under LL128 (NCCL's table: 5 and 8.5), and 18.71 GB/s of each 25 GB/s NIC. Fitted (shardsim
+// step of 19.89 us under LL and 83.15 us under LL128 (NCCL's table: 2.7 and 4), a tree's network hop of 9.77 us under
+// LL and 53.0 us under LL128 (NCCL's table: 5 and 8.5), and 18.46 GB/s of each 25 GB/s NIC. Fitted (shardsim
 // calibrate --collectives validate/data/collectives/polaris_*.txt --cluster polaris --fit
 // collectives.net_step.LL,collectives.net_step.LL128,network.slingshot.bandwidth,collectives.tree_step.LL,
 // collectives.tree_step.LL128, from NCCL's table and the NICs' 25 GB/s) to ALCF's nccl-tests on 8 Polaris nodes and
@@ -68,38 +68,45 @@ constexpr double kH100NvswitchBandwidth = 363.5;  // GB/s
 // hops) 23, 62 and 207 us on 2, 8 and 540 nodes, NCCL 2.18 and 2.21 alike (the 540-node pair ran in one allocation
 // with the same plugin build): a tree's hop costs about half a ring's step through the same transport, whatever the
 // version. Simple's step and hop are not identifiable from them (its sizes are bandwidth-bound): NCCL's table. A
-// test refits. [finding] NCCL enables LL128 on Ampere only where the GPU reaches its NIC within a PCIe switch
+// test refits. Refitted when a tree's pipeline fill was modelled (engine::tree_pipeline_fill: each chunk crosses the
+// 2 log2(nodes) network stages whole; what the 2-, 8- and 540-node all-reduces add from 1 KiB to 64 KiB grows with
+// that depth, ~30 us a stage at 64 KiB at every scale): 21.8% -> 19.9% mean |error| fitted, 25.2% -> 23.2% held out,
+// the tree hops down from 11.0 and 60.9 us, whose fit had taken in part of the fill. [finding] NCCL enables LL128 on Ampere only where the GPU reaches its NIC within a PCIe switch
 // (src/graph/tuning.cc); ALCF's machine overview ("Polaris Device Affinity Information") shows each NIC PHB from its
 // nearest GPU, which would leave LL128 off, but its table names the mlx5 NICs of Polaris's first network, and the
 // runs here show three regimes, as with LL128: 128 nodes' all-gather takes 3.9-4.4 ms to 2 MiB (LL), 15-16 ms from 8
 // to 32 MiB, 12.6 ms at 64 MiB (Simple). Refitted with LL and Simple only (their ring steps and tree hops and the NIC
 // share) the files come out worse: 22% -> 30% fitted, 25% -> 29% held out. So LL128 stays; on Alps, whose NICs hang
 // off the Grace CPUs by design, the same rule is applied and fits better (machines/alps-gh200.yaml).
-constexpr double kOfiSlingshotStepLL = 19.90510827e-6;
-constexpr double kOfiSlingshotStepLL128 = 83.47557623e-6;
-constexpr double kPolarisTreeHopLL = 11.03919508e-6;
-constexpr double kPolarisTreeHopLL128 = 60.86034887e-6;
-constexpr double kPolarisSlingshotBandwidth = 18.7143844745;  // GB/s per NIC
+constexpr double kOfiSlingshotStepLL = 19.89446315e-6;
+constexpr double kOfiSlingshotStepLL128 = 83.15256697e-6;
+constexpr double kPolarisTreeHopLL = 9.774364317e-6;
+constexpr double kPolarisTreeHopLL128 = 53.00079206e-6;
+constexpr double kPolarisSlingshotBandwidth = 18.45799947;  // GB/s per NIC
 // What RCCL gets of a Frontier-class node (4 MI250X = 8 GCDs, 4 Slingshot-11 NICs) through libfabric's CXI provider
-// and aws-ofi-rccl, priced from RCCL's tuning model 3 (the node's own, rome_model_74): a tree hop of 6.08 us under LL
-// and 36.1 us under Simple, 21.5 GB/s of each 25 GB/s NIC, and 2.80 times its table's base and in-node hops. Fitted
+// and aws-ofi-rccl, priced from RCCL's tuning model 3 (the node's own, rome_model_74): a tree hop of 5.05 us under LL
+// and 27.6 us under Simple, 24.7 GB/s of each 25 GB/s NIC, and 2.80 times its table's base and in-node hops. Fitted
 // (shardsim calibrate --collectives validate/data/collectives/lumi_*x8_all_reduce.txt --cluster frontier --fit
 // collectives.latency_scale,collectives.tree_step.LL,collectives.tree_step.Simple,network.slingshot.bandwidth), with
 // the rings paced at their step below, to RCCL's all-reduce on 1 and 8 LUMI-G nodes, the same node as Frontier's (De
 // Sensi et al., SC24: the files marked role=fit; 44% -> 14% mean error there from the table and the NICs' 25 GB/s),
 // the 4-, 16-, 32- and 64-node runs held out (39% -> 18%; under tuning model 0, which the preset ran before RCCL's
-// model of the node was found, 18% fitted and 21% held out). A test refits. An all-reduce's small and mid sizes are
+// model of the node was found, 18% fitted and 21% held out). Refitted with trees' pipeline fill
+// (engine::tree_pipeline_fill; RCCL keeps the Simple tree's depth-halved chunks): 46% -> 13% fitted, 42% -> 17% held
+// out from the same start (the hops were 6.08 and 36.1 us and the NIC share 21.5 GB/s before: the fill now carries
+// the mid sizes' loss that the lower share had). A test refits. An all-reduce's small and mid sizes are
 // trees', its large ones rings' at their bandwidth: a ring's network step is not identifiable from them.
-constexpr double kRcclSlingshotLatencyScale = 2.795053597;
-constexpr double kRcclSlingshotTreeLL = 6.075459043e-06;
-constexpr double kRcclSlingshotTreeSimple = 3.609033438e-05;
-constexpr double kRcclSlingshotBandwidth = 21.45034778;  // GB/s per NIC
+constexpr double kRcclSlingshotLatencyScale = 2.798338442;
+constexpr double kRcclSlingshotTreeLL = 5.045555501e-06;
+constexpr double kRcclSlingshotTreeSimple = 2.760175647e-05;
+constexpr double kRcclSlingshotBandwidth = 24.72132199;  // GB/s per NIC
 // RCCL's ring step over Frontier's Slingshot under Simple, which paces its rings (CollectiveLibrarySpec::paced_rings):
-// 62.5 us per step. Fitted (shardsim calibrate --collectives validate/data/collectives/frontier_*.txt --cluster
+// 62.56 us per step. Fitted (shardsim calibrate --collectives validate/data/collectives/frontier_*.txt --cluster
 // frontier --fit collectives.net_step.Simple) to RCCL 2.20's all-gathers on 1 to 256 Frontier nodes, 64 MiB to 512 MiB
 // (Singh et al., arXiv 2504.18658 v2, Figs. 1, 3 and 10: the files marked role=fit; under tuning model 3, 46% -> 35%
 // mean error there from its table's 19.8 us), its reduce-scatters and the all-reduces held out (43% -> 38%); refitted
-// under model 3 it is 62.4 us, inside 0.2% and its 4.6 us 1-sigma, and is kept. RCCL's all-gathers and reduce-scatters
+// under model 3 it was 62.4 us, inside 0.2% and its 4.6 us 1-sigma; refitted with trees' pipeline fill and the LUMI
+// fit above, 62.56 us (43% -> 32% fitted, 47% -> 41% held out from the table's step). RCCL's all-gathers and reduce-scatters
 // take (ranks - 1) x 67-90 us from 32 nodes on whatever their size: paced steps. On 2 to 16 nodes the steps the same
 // runs imply are 32-37 us, and there the fit is up to 1.9x slow where a call is latency-bound; from 32 nodes on it is
 // 16-25% fast. What doubles the step at 32 nodes is not modelled: RCCL 2.20's choices (algorithm, protocol, channels,
@@ -107,7 +114,7 @@ constexpr double kRcclSlingshotBandwidth = 21.45034778;  // GB/s per NIC
 // src/graph/tuning.cc, src/enqueue.cc, src/init.cc), and the authors find RCCL's messages landing on the NIC's
 // overflow list 200x as often as their library's at 2,048 GCDs. NCCL 2.24 over the same fabric and libfabric settings
 // on Perlmutter is not paced (validate/data/collectives/perlmutter_*.txt): the pacing is RCCL's.
-constexpr double kRcclFrontierRingSimple = 62.5256e-6;
+constexpr double kRcclFrontierRingSimple = 62.56032364e-6;
 
 // ---------------------------------------------------------------- the built-in machines link by link
 // One node's devices, CPUs and NICs with the links between them, and the fabric between nodes: what the SimGrid
@@ -339,7 +346,7 @@ core::ClusterSpec make_frontier() {
       // 4 Slingshot-11 NICs of 25 GB/s per node, each attached to one GCD of a pair (F1, F2); what RCCL gets of
       // each through libfabric, as fitted on LUMI-G (kRcclSlingshotBandwidth).
       level("slingshot", 9408 * 8, kRcclSlingshotBandwidth, 2, 5.0,
-            "F1, F2 (25 GB/s NIC per 2 GCDs); 21.5 GB/s through libfabric as fitted on LUMI-G's RCCL; latency [guess]"),
+            "F1, F2 (25 GB/s NIC per 2 GCDs); 24.7 GB/s through libfabric as fitted on LUMI-G's RCCL; latency [guess]"),
   };
   c.library.net_step_s = {kOfiSlingshotStepLL, -1.0, kRcclFrontierRingSimple};
   c.library.tree_step_s = {kRcclSlingshotTreeLL, -1.0, kRcclSlingshotTreeSimple};

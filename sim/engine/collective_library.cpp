@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <limits>
 
 #include "sim/core/errors.hpp"
@@ -60,6 +61,20 @@ constexpr double kPatPerRankUs = 2.8;
 // NCCL's ring "plateau" on multi-node Simple all-reduce applies when a channel's share of a rank's data is at least
 // 64 bytes; the channel count comes from its topology search, which is not modelled. [guess] 16 channels.
 constexpr double kAssumedChannels = 16.0;
+// A tree's chunk per channel and loop, by protocol (NVIDIA/nccl@v2.18.3-1 src/init.cc, src/include/devcomm.h,
+// src/enqueue.cc computeColl; the same to 2.30): the step of each protocol's buffer (NCCL_STEPS = 8 per buffer)
+// holding one chunk: LL's 512 KiB buffer (8 lines of 16 bytes x 512 threads x 8 steps) carries 8 data bytes per
+// line, 32 KiB a step; LL128's (120 x 8 bytes x 640 threads x 8 steps) 120 of each 128, 576,000 bytes; Simple's
+// 4 MiB, 512 KiB.
+constexpr std::array<double, 3> kTreeChunkBytes{32768.0, 576000.0, 524288.0};
+// The bytes below which a call gives up a channel (enqueue.cc getAlgoInfo: nc x nt x threadThreshold): LL 512 threads
+// x 8 bytes, LL128 640 x 8, Simple 512 x 64 (src/graph/tuning.cc maxThreads, src/include/comm.h thresholds).
+constexpr std::array<double, 3> kTreeThreadBytes{4096.0, 5120.0, 32768.0};
+// RCCL's (ROCm/rccl@rocm-6.2.2, RCCL 2.20.5, src/include/device.h, src/init.cc): 256 threads at most, so LL's buffer
+// is half NCCL's (16 KiB of data a step) and LL128's 28 elements a thread (57,344-byte steps, 53,760 of data); its
+// thresholds are NCCL's per thread.
+constexpr std::array<double, 3> kRcclTreeChunkBytes{16384.0, 53760.0, 524288.0};
+constexpr std::array<double, 3> kRcclTreeThreadBytes{2048.0, 2048.0, 16384.0};
 
 // RCCL's tuning models (ROCm/rccl src/graph/tuning.cc): one latency table, bandwidth ratios per algorithm and
 // protocol, and size-dependent correction factors each; all share RCCL's baseLat.
@@ -180,6 +195,36 @@ double ring_step_s(const CollectiveLibrarySpec& lib, std::size_t pi, double tabl
 }
 }  // namespace
 
+double tree_pipeline_fill(const CollectiveLibrarySpec& lib, const LibraryCall& call, Protocol p) {
+  if (call.nodes < 2 || call.bytes <= 0.0) return 1.0;
+  const int ppn = call.ranks / call.nodes;
+  const int levels = log2i(call.nodes);
+  const auto pi = static_cast<std::size_t>(p);
+  // Channels: the library's count (its topology search, not modelled: kAssumedChannels) cut down for a small call
+  // until each of a channel's threads has its threshold's bytes (enqueue.cc: nBytes < nc x nt x threadThreshold).
+  const bool rccl = lib.family == CollectiveLibrarySpec::Family::kRccl;
+  const double per_channel_min = (rccl ? kRcclTreeThreadBytes : kTreeThreadBytes)[pi];
+  const double nc = std::clamp(std::floor(call.bytes / per_channel_min), 1.0, kAssumedChannels);
+  double chunk = (rccl ? kRcclTreeChunkBytes : kTreeChunkBytes)[pi];
+  if (p == Protocol::kLL128) {
+    // LL128 trees: chunks halved until the call has enough of them per channel for the tree's steps.
+    const double nsteps = 1.0 + levels + 0.1 * ppn;
+    auto per_channel = [&] { return std::floor(call.bytes / (nc * chunk)); };
+    while (per_channel() < nsteps * 64.0 / ppn && chunk > 131072.0) chunk /= 2.0;
+    while (per_channel() < nsteps * 16.0 / ppn && chunk > 32768.0) chunk /= 2.0;
+  } else if (p == Protocol::kSimple && (rccl || lib.nccl_minor <= 19)) {
+    // NCCL 2.18-2.19 and RCCL: a Simple tree's chunks halved until there are 8, 4, then 1 per level of its depth.
+    const double depth = ppn - 1 + levels;
+    auto per_channel = [&] { return std::floor(call.bytes / (nc * chunk)); };
+    while (per_channel() < depth * 8.0 && chunk > 131072.0) chunk /= 2.0;
+    while (per_channel() < depth * 4.0 && chunk > 65536.0) chunk /= 2.0;
+    while (per_channel() < depth && chunk > 32768.0) chunk /= 2.0;
+  }
+  const double chunks = std::max(1.0, std::ceil(call.bytes / (nc * chunk)));
+  const double stages = 2.0 * levels;  // up to the root and back down, one network hop per level each way
+  return 1.0 + (stages - 1.0) / chunks;
+}
+
 double network_step_s(const CollectiveLibrarySpec& lib, Protocol p) {
   SHARDSIM_ASSERT(lib.family != CollectiveLibrarySpec::Family::kAlphaBeta, "not a tuned library");
   const auto pi = static_cast<std::size_t>(p);
@@ -256,13 +301,18 @@ LibraryChoice choose_library_call(const CollectiveLibrarySpec& lib, const Librar
         if (a == kTree && p == 1) bw *= nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0;
       }
       // Size-dependent corrections of the bandwidth.
+      double tree_correction = 1.0;
       if (rccl) {
         const auto li = static_cast<std::size_t>(std::min(log_size, 26));
-        if (a == kTree) bw *= rm->tree_correction[pi][li];
+        if (a == kTree) tree_correction = rm->tree_correction[pi][li];
         if (a == kRing && nodes > 1) bw *= rm->ring_correction[pi][li];
       } else if (a == kTree && log_size < 23) {
-        bw *= kNcclTreeCorrection[pi][static_cast<std::size_t>(log_size)];
+        tree_correction = kNcclTreeCorrection[pi][static_cast<std::size_t>(log_size)];
       }
+      // The table's size corrections of a tree stand for what its pipeline loses at middle sizes; over nodes the call
+      // pays that as its pipeline's fill (tree_pipeline_fill below) instead.
+      const double cost_bw = a == kTree && nodes > 1 ? bw : bw * tree_correction;
+      bw *= tree_correction;
       if (bw <= 0.0) continue;
       // Latency (us): the base, then hops inside a node and across the network.
       double intra = table_hop_us(lib, intra_hw, a, p);
@@ -294,6 +344,11 @@ LibraryChoice choose_library_call(const CollectiveLibrarySpec& lib, const Librar
       // Algorithm bandwidth: a ring moves nBytes x steps / ranks over each edge, a tree twice nBytes.
       const double ratio = a == kRing ? static_cast<double>(n) / steps : 0.5;
       const double bandwidth_s = call.bytes / (bw * ratio * 1e9);
+      const double cost_bandwidth_s = call.bytes / (cost_bw * ratio * 1e9);
+      // A tree over nodes forwards each chunk whole at every network hop (the proxy sends a step once the GPU has
+      // written all of it): the first chunk crosses every level before the pipeline is full. The library's table
+      // does not count it; the call pays it.
+      const double fill = a == kTree ? tree_pipeline_fill(lib, call, static_cast<Protocol>(p)) : 1.0;
       // A ring paced by its network step under Simple (lib.paced_rings): every step waits for one, the transfer
       // beneath them.
       const double unpaced_us = lat_us;
@@ -310,8 +365,8 @@ LibraryChoice choose_library_call(const CollectiveLibrarySpec& lib, const Librar
         best.latency_s = lat_us * 1e-6;
         best.paced_s = paced_us * 1e-6;
         best.unpaced_latency_s = unpaced_us * 1e-6;
-        best.bandwidth_factor = bw / bus;
-        best.time_s = lat_us * 1e-6 + bandwidth_s;
+        best.bandwidth_factor = cost_bw / bus / fill;
+        best.time_s = lat_us * 1e-6 + cost_bandwidth_s * fill;
       }
     }
   }

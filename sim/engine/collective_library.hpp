@@ -80,6 +80,14 @@ bool pat_available(const core::CollectiveLibrarySpec& library, const LibraryCall
 LibraryChoice choose_library_call(const core::CollectiveLibrarySpec& library, const LibraryCall& call,
                                   core::CollectiveAlgorithm algorithm = core::CollectiveAlgorithm::kAuto);
 
+/** @brief How much longer a tree all-reduce's bytes take than a full pipeline's under protocol `p`: 1 + (stages - 1)
+ *  / chunks, its 2 log2(nodes) network stages (up to the root and down) crossed whole by each chunk of a channel
+ *  (NCCL's proxy sends a step once the GPU has written all of it), the first one before the pipeline is full; the
+ *  chunks per channel as the library cuts the call (NCCL src/enqueue.cc: the protocol's step, LL128's chunks halved
+ *  for the tree's steps, 2.18-2.19's Simple ones for its depth; the channels cut down for small calls). 1 inside a
+ *  node. */
+double tree_pipeline_fill(const core::CollectiveLibrarySpec& library, const LibraryCall& call, Protocol p);
+
 /** @brief What one network step of a ring costs under protocol `p`: the measured step where `library` has one
  *  (CollectiveLibrarySpec::net_step_s), else the library's table x its network latency scale (seconds).
  *  Precondition: family is NCCL or RCCL. */

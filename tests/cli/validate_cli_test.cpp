@@ -105,9 +105,11 @@ TEST(Validate, PaperClaims) {
       // AMSP's plans on InternEvo's fused model code.
       // 1.10x (7B, inside the band), 1.10x, 1.02x with MiCS's replica all-reduce tensor by tensor. The 7B's 1.10x
       // is a quarter of the published 1.46x's effect: a miss once claims must show half of a published effect.
-      {"amsp-over-mics-7b", {false, 1.186}},
-      {"amsp-over-mics-13b", {false, 1.123}},
-      {"amsp-over-mics-30b", {false, 1.095}},
+      // 1.22x (7B, holds: half the published effect), 1.14x, 1.10x once a tree all-reduce across nodes pays its
+      // pipeline's fill: MiCS's replica all-reduces over 128 nodes.
+      {"amsp-over-mics-7b", {true, 0}},
+      {"amsp-over-mics-13b", {false, 1.143}},
+      {"amsp-over-mics-30b", {false, 1.100}},
       {"amsp-over-zeropp-13b", {false, 1.867}},
       {"overlap-13b-m1", {true, 0}},
       {"overlap-30b-m1", {true, 0}},
@@ -124,7 +126,7 @@ TEST(Validate, PaperClaims) {
       // 1.053x, just outside, once both gather their 354 persistent parameters (the 20B GPT's norms and biases) one
       // by one over 384 ranks after the step, as DeepSpeed does: about 1 s that neither scheme shortens.
       // 1.09x once RCCL's rings are paced by their Simple step as its all-gathers on Frontier measure (Singh et al.):
-      // ZeRO++'s backward gathers in the node no longer pay 383 steps of 62.5 us each.
+      // ZeRO++'s backward gathers in the node no longer pay 383 steps of 62.6 us each.
       {"frontier-zeropp-over-zero3", {false, 1.091}},
       {"frontier-3level-over-zeropp", {false, 1.000}},
       // Held (0.78x) until the rings were paced: every plan that gathers over all 384 GCDs per layer, the 3-level
@@ -587,14 +589,14 @@ TEST(Collective, SaysWhereRingsArePaced) {
   const Outcome r = run("collective frontier --op all_gather --ranks 2048 --min-size 64MiB --max-size 64MiB --json '" +
                         (d / "c.json").string() + "'");
   ASSERT_EQ(r.code, 0) << r.out;
-  EXPECT_NE(r.out.find("rings paced: under Simple a ring takes at least its 2047 steps x 62.5 us"), std::string::npos)
+  EXPECT_NE(r.out.find("rings paced: under Simple a ring takes at least its 2047 steps x 62.6 us"), std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("protocols: LL, Simple (LL128 not run on this machine)"), std::string::npos) << r.out;
   const auto j = nlohmann::json::parse(read(d / "c.json"));
   ASSERT_EQ(j["rows"].size(), 1u);
   const auto& row = j["rows"][0];
   EXPECT_EQ(row["protocol"], "Simple");
-  EXPECT_NEAR(row["paced_s"].get<double>(), 2047 * 62.5256e-6, 1e-9);
+  EXPECT_NEAR(row["paced_s"].get<double>(), 2047 * 62.56032364e-6, 1e-9);
   EXPECT_DOUBLE_EQ(row["time_s"].get<double>(), row["paced_s"].get<double>());
   const Outcome node = run("collective frontier --op all_gather --ranks 8 --min-size 64MiB --max-size 64MiB");
   ASSERT_EQ(node.code, 0) << node.out;

@@ -274,9 +274,45 @@ TEST(CollectiveLibrary, NcclTreesServeSmallAllReducesAcrossNodes) {
                                         core::CollectiveAlgorithm::kTree);
   EXPECT_EQ(tree.algorithm, core::CollectiveAlgorithm::kTree);
   EXPECT_EQ(tree.protocol, Protocol::kSimple);
-  // Tree Simple: base 0, 2 x (7 x 4.0 + 1 x 14) us; bandwidth 0.92 of the bus, half of it per direction.
+  // Tree Simple: base 0, 2 x (7 x 4.0 + 1 x 14) us; bandwidth 0.92 of the bus, half of it per direction, and the
+  // pipeline's fill: 2 network stages, 1,193 chunks of 512 KiB on each of 16 channels.
   EXPECT_NEAR(tree.latency_s * 1e6, 2.0 * (7 * 4.0 + 14.0), 1e-9);
-  EXPECT_NEAR(tree.time_s, tree.latency_s + 2.0 * 1e10 / (0.92 * 100e9), 1e-12);
+  EXPECT_NEAR(tree.time_s, tree.latency_s + 2.0 * 1e10 / (0.92 * 100e9) * (1.0 + 1.0 / 1193.0), 1e-12);
+}
+
+// A tree across nodes forwards each chunk whole at every network stage (2 log2(nodes) of them, up and down), so its
+// bytes take 1 + (stages - 1) / chunks times a full pipeline's, the chunks per channel as NCCL cuts the call
+// (src/enqueue.cc); the library still picks by its table (its size corrections), and the fill prices the pick.
+TEST(CollectiveLibrary, TreesPayTheirPipelineFillAcrossNodes) {
+  auto lib = nccl();
+  const auto ar = [](int ranks, int nodes, double bytes) {
+    return call(graph::CollectiveOp::kAllReduce, ranks, nodes, bytes, 12.5);
+  };
+  EXPECT_DOUBLE_EQ(tree_pipeline_fill(lib, ar(8, 1, 65536), Protocol::kLL), 1.0);  // inside a node: none
+  // LL: 64 KiB on 16 channels of 4 KiB, one chunk each: every stage in turn, 6 on 8 nodes, 18 on 540.
+  EXPECT_DOUBLE_EQ(tree_pipeline_fill(lib, ar(32, 8, 65536), Protocol::kLL), 6.0);
+  EXPECT_DOUBLE_EQ(tree_pipeline_fill(lib, ar(2160, 540, 65536), Protocol::kLL), 18.0);
+  // A small call keeps fewer channels (4 KiB each) but still one chunk: the same fill.
+  EXPECT_DOUBLE_EQ(tree_pipeline_fill(lib, ar(32, 8, 8192), Protocol::kLL), 6.0);
+  // 1 GiB under LL: 2,048 chunks of 32 KiB per channel.
+  EXPECT_DOUBLE_EQ(tree_pipeline_fill(lib, ar(32, 8, 1 << 30), Protocol::kLL), 1.0 + 5.0 / 2048.0);
+  // Simple, 16 MiB on 8 nodes of 4: NCCL 2.18 halves the 512 KiB chunks for the tree's depth (3 + 3) to 64 KiB, 16 per
+  // channel; 2.20 keeps 512 KiB, 2 per channel.
+  EXPECT_DOUBLE_EQ(tree_pipeline_fill(lib, ar(32, 8, 16 << 20), Protocol::kSimple), 1.0 + 5.0 / 16.0);
+  lib.nccl_minor = 20;
+  EXPECT_DOUBLE_EQ(tree_pipeline_fill(lib, ar(32, 8, 16 << 20), Protocol::kSimple), 1.0 + 5.0 / 2.0);
+  // LL128: 576,000-byte chunks halved while a channel has fewer than (1 + log2(nodes) + 0.1 ppn) x 64 / ppn of them
+  // (above 128 KiB), then x 16 / ppn (above 32 KiB): 4 MiB on 8 nodes of 4 ends at 18,000 bytes, 15 chunks a channel.
+  EXPECT_DOUBLE_EQ(tree_pipeline_fill(lib, ar(32, 8, 4 << 20), Protocol::kLL128), 1.0 + 5.0 / 15.0);
+  // The pick is the table's; its price carries the fill, in the time and in the bandwidth both engines move bytes at.
+  lib.nccl_minor = 18;
+  const auto c = choose_library_call(lib, ar(2160, 540, 65536));
+  ASSERT_EQ(c.algorithm, core::CollectiveAlgorithm::kTree);
+  ASSERT_EQ(c.protocol, Protocol::kLL);
+  const double fill = tree_pipeline_fill(lib, ar(2160, 540, 65536), Protocol::kLL);
+  EXPECT_NEAR(c.time_s, c.latency_s + 2.0 * 65536 / (c.bandwidth_factor * 12.5e9), 1e-12);
+  // LL over the network: a 3.8th of 0.92 of the bus bandwidth (under llMaxBw), not the table's size correction.
+  EXPECT_NEAR(c.bandwidth_factor, 0.92 / 3.8 / fill, 1e-12);
 }
 
 // NVLS (an NVSwitch that reduces): NCCL picks it for an all-reduce inside one node from the size where its table's
@@ -501,7 +537,9 @@ TEST(CollectiveLibrary, RcclPicksByTheNodesTuningModel) {
   EXPECT_EQ(m3.algorithm, core::CollectiveAlgorithm::kTree);
   EXPECT_NE(m0.protocol, Protocol::kLL);
   EXPECT_EQ(m3.protocol, Protocol::kLL);
-  EXPECT_NEAR(m3.bandwidth_factor, 0.20 * 1.0, 1e-12);  // bwRatio x treeCorrectionFactor[LL][log2(128 KiB / 64)]
+  // bwRatio (treeCorrectionFactor[LL][log2(128 KiB / 64)], 1.0, is the table's), over the pipeline's fill: 8 network
+  // stages on 16 nodes, one 8 KiB chunk on each of 16 channels.
+  EXPECT_NEAR(m3.bandwidth_factor, 0.20 / 8.0, 1e-12);
   for (double bytes : {1e3, 1e5, 1e7, 1e9}) {
     for (auto op : {graph::CollectiveOp::kAllReduce, graph::CollectiveOp::kAllGather}) {
       EXPECT_NE(choose_library_call(lib, call(op, 16, 2, bytes, 40.0)).protocol, Protocol::kLL128) << bytes;

@@ -190,8 +190,10 @@ TEST(CollectiveChecks, APolarisRingStepCostsTheSameAtEveryScaleAndVersion) {
 // 540 nodes with NCCL 2.18 and 33, 73 and 227 with 2.21 (the 540-node pair ran in one allocation with the same plugin
 // build): 11.5-12 us per network hop in either version (2.21 adds a fixed ~10 us), where a ring's step costs ~20
 // through the same transport. With the tree's hop fitted on the 8-node NCCL 2.18 file, the 540-node runs of both
-// versions come out within 20%, where a tree priced at the ring's step came out 2x slow. (Fewer nodes come out slow:
-// +30-40% on 8 nodes, +70% on 2, NCCL's base and in-node hops at the A100's latency scale, 20 us, being most of it.)
+// versions come out within 25%, where a tree priced at the ring's step came out 2x slow. The fit (with the tree's
+// pipeline fill, which the file's middle sizes pin) puts the hop at 0.8 of the slope between 2 and 540 nodes: its small
+// sizes come out slow, +30-40% on 8 nodes, +70% on 2, NCCL's base and in-node hops at the A100's latency scale, 20 us,
+// being most of it, and a lower hop takes up part of that.
 TEST(CollectiveChecks, APolarisTreeHopCostsTheSameInEitherVersionAndIsNotARingStep) {
   const Shipped named;
   // The median of the measured times from 8 B to 512 B (the first size, 4 B, pays the run's first call).
@@ -210,7 +212,7 @@ TEST(CollectiveChecks, APolarisTreeHopCostsTheSameInEitherVersionAndIsNotARingSt
       (small("polaris_540x4_all_reduce_nccl221.txt") - small("polaris_2x4_all_reduce_nccl221.txt")) / 16.0;
   EXPECT_NEAR(hop221 / hop218, 1.0, 0.1);
   const auto& lib = topology::find_cluster_preset("polaris")->library;
-  EXPECT_NEAR(lib.tree_step_s[0] / hop218, 1.0, 0.1);  // the fit, on 8 nodes alone
+  EXPECT_NEAR(lib.tree_step_s[0] / hop218, 0.8, 0.05);  // the fit, on 8 nodes alone
   EXPECT_LT(hop218, 0.7 * lib.net_step_s[0]);
   int rows = 0;
   for (const char* file : {"polaris_540x4_all_reduce.txt", "polaris_540x4_all_reduce_nccl221.txt"}) {
@@ -218,7 +220,7 @@ TEST(CollectiveChecks, APolarisTreeHopCostsTheSameInEitherVersionAndIsNotARingSt
       if (r.bytes < 8.0 || r.bytes > 512.0) continue;
       EXPECT_EQ(r.algorithm, "tree") << file << ", " << r.bytes << " B";
       EXPECT_EQ(r.protocol, "LL") << file << ", " << r.bytes << " B";
-      EXPECT_LT(std::fabs(r.error()), 0.2) << file << ", " << r.bytes << " B";
+      EXPECT_LT(std::fabs(r.error()), 0.25) << file << ", " << r.bytes << " B";
       ++rows;
     }
   }
