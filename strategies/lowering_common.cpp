@@ -322,6 +322,15 @@ void lower_optimizer_step(graph::TaskGraph& g, const StepLowering& step) {
     if (upload) g.add_dep(ag, *upload);
   }
   if (!step.gather_group) return;
+  if (step.gather_broadcasts > 0) {
+    // Each owner's updated shard broadcast in place into the parameters (no gather buffer).
+    const TaskId bc = g.add_collective(step.role, step.gather_stream, graph::CollectiveOp::kBroadcast,
+                                       Purpose::kParamUpdateGather, *step.gather_group, core::Bytes(step.gather_bytes),
+                                       -1, -1, step.gather_broadcasts);
+    g.add_dep(bc, opt);
+    if (upload) g.add_dep(bc, *upload);
+    return;
+  }
   double remaining = step.gather_bytes;
   while (remaining > 0.0) {
     const double m = remaining > step.gather_piece.value() ? step.gather_piece.value() : remaining;

@@ -243,7 +243,8 @@ inline void add_forward_transient(graph::TaskGraph& g, graph::TaskId f, const Un
 
 /** @brief The end of an iteration on one rank role: the scalar gradient-norm all-reduce when gradients are
  *  sharded, the optimizer step (memory-bound), and the all-gather of updated parameter shards into the
- *  parameter layout, `gather_piece` bytes at a time (DeepSpeed's allgather_bucket_size). */
+ *  parameter layout, `gather_piece` bytes at a time (DeepSpeed's allgather_bucket_size), or their broadcasts, one
+ *  per owner (`gather_broadcasts`: InternEvo's). */
 struct StepLowering {
   std::uint16_t role = 0;
   std::vector<graph::TaskId> reductions;     ///< the step waits for all of them
@@ -262,6 +263,8 @@ struct StepLowering {
   std::optional<std::uint16_t> gather_group; ///< set when updated parameters must be gathered
   double gather_bytes = 0.0;                 ///< the full output of that gather
   core::Bytes gather_piece;
+  /// > 0: the shards are broadcast instead, this many calls back to back (one per owner), `gather_bytes` in all
+  std::uint32_t gather_broadcasts = 0;
   graph::Stream gather_stream = graph::Stream::kParamGather;
   /// DeepSpeed ZeRO-3: the persistent parameters (at or under stage3_param_persistence_threshold) gathered again
   /// after the step, one all-gather each on their partition group, `persistent_bytes` in all (stage3.py _post_step)

@@ -240,12 +240,23 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
   // the previous step's sync runs beside this forward, so here it starts with the iteration, unit by unit, on the
   // zero1 group's communicator, and each unit's first forward (its gather of the updated shards, or its compute)
   // waits for its own piece. Otherwise the step ends with it (below).
+  // (InternEvo's sync, plan.param_sync: each owner of a part of the unit broadcasts it, in place; InternEvo assigns
+  // whole tensors to owners, so a unit has at most as many as its tensors.)
   const bool sync_in_forward = plan.overlap_sync_param && u_size > 1;
+  const bool broadcasts = plan.param_sync == core::ParamSync::kBroadcast;
   std::vector<std::optional<TaskId>> synced(static_cast<std::size_t>(units));
   if (sync_in_forward) {
     for (int u = 0; u < units; ++u) {
-      const double bytes = costs.units[static_cast<std::size_t>(u)].params / sh.params * pb;
+      const UnitCost& c = costs.units[static_cast<std::size_t>(u)];
+      const double bytes = c.params / sh.params * pb;
       if (!(bytes > 0.0)) continue;
+      if (broadcasts) {
+        const auto owners = static_cast<std::uint32_t>(std::clamp(c.tensors, 1, u_size));
+        synced[static_cast<std::size_t>(u)] = g.add_collective(role, Stream::kParamSync, CollectiveOp::kBroadcast,
+                                                               Purpose::kParamUpdateGather, u_group, core::Bytes(bytes),
+                                                               u, -1, owners);
+        continue;
+      }
       const TaskId ag = g.add_collective(role, Stream::kParamSync, CollectiveOp::kAllGather, Purpose::kParamUpdateGather,
                                          u_group, core::Bytes(bytes), u, -1);
       g.add_mem(ag, false, MemKind::kGatherBuffer, core::Bytes(bytes));
@@ -702,6 +713,7 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
     step.gather_group = u_group;
     step.gather_bytes = costs.params_per_rank / sh.params * pb;
     step.gather_piece = plan.allgather_bucket;
+    if (broadcasts) step.gather_broadcasts = static_cast<std::uint32_t>(u_size);
     step.gather_stream = gather_stream;
   }
   lower_optimizer_step(g, step);

@@ -27,13 +27,14 @@ bool is_number(const std::string& s) {
 }
 
 // The collective a nccl-tests / rccl-tests binary runs ("all_reduce_perf" -> all-reduce); nullopt for the tests
-// shardsim does not model (broadcast, reduce, gather, scatter, hypercube).
+// shardsim does not model (reduce, gather, scatter, hypercube).
 std::optional<graph::CollectiveOp> nccl_test_op(const std::string& test) {
   if (test == "all_reduce_perf") return graph::CollectiveOp::kAllReduce;
   if (test == "all_gather_perf") return graph::CollectiveOp::kAllGather;
   if (test == "reduce_scatter_perf") return graph::CollectiveOp::kReduceScatter;
   if (test == "alltoall_perf") return graph::CollectiveOp::kAllToAll;
   if (test == "sendrecv_perf") return graph::CollectiveOp::kSendRecv;
+  if (test == "broadcast_perf") return graph::CollectiveOp::kBroadcast;
   return std::nullopt;
 }
 
@@ -88,7 +89,7 @@ std::vector<CollectiveSample> parse_nccl_tests(const std::string& text, const st
         }
         if (!part.modelled && skipped) {
           skipped->push_back(fmt::format("{}:{}: {} (shardsim models all_reduce, all_gather, reduce_scatter, "
-                                         "alltoall and sendrecv)", path, line_no, w[4]));
+                                         "alltoall, sendrecv and broadcast)", path, line_no, w[4]));
         }
       }
       if (w.size() > 1 && w[1] == "Rank") {
@@ -120,7 +121,7 @@ std::vector<CollectiveSample> parse_nccl_tests(const std::string& text, const st
     if (!part.op && !op) {
       throw core::ConfigError({path, line_no, 1}, "",
                               "the collective: the file names none (no \"# Collective test starting:\" line), so "
-                              "give it (--op all_reduce|all_gather|reduce_scatter|alltoall|sendrecv)");
+                              "give it (--op all_reduce|all_gather|reduce_scatter|alltoall|sendrecv|broadcast)");
     }
     CollectiveSample s;
     s.op = part.op ? *part.op : *op;
@@ -190,8 +191,10 @@ graph::CollectiveOp parse_collective_op(const std::string& name) {
   if (name == "reduce_scatter") return graph::CollectiveOp::kReduceScatter;
   if (name == "alltoall") return graph::CollectiveOp::kAllToAll;
   if (name == "sendrecv") return graph::CollectiveOp::kSendRecv;
+  if (name == "broadcast") return graph::CollectiveOp::kBroadcast;
   throw core::ConfigError({"<command line>", 0, 0}, "--op",
-                          fmt::format("all_reduce, all_gather, reduce_scatter, alltoall or sendrecv (got '{}')", name));
+                          fmt::format("all_reduce, all_gather, reduce_scatter, alltoall, sendrecv or broadcast (got '{}')",
+                                      name));
 }
 
 std::vector<CollectiveSample> load_collective_samples(const std::string& path, std::optional<graph::CollectiveOp> op,

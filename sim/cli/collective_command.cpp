@@ -30,7 +30,7 @@ int cmd_collective(const std::vector<std::string>& args) {
       "protocol and latency the cluster's collective library picks.\n\noptions");
   opts.add_options()("help,h", "show this help")("cluster", po::value<std::string>(), "cluster preset or scenario file")(
       "op", po::value<std::string>()->default_value("all_reduce"),
-      "all_reduce, all_gather, reduce_scatter, alltoall or sendrecv")(
+      "all_reduce, all_gather, reduce_scatter, alltoall, sendrecv or broadcast")(
       "ranks", po::value<int>(), "ranks in the group (default: one node)")(
       "stride", po::value<int>()->default_value(1), "rank distance between members (8: one rank per node of 8)")(
       "min-size", po::value<std::string>()->default_value("1KiB"), "smallest size (nccl-tests' size column)")(

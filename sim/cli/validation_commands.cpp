@@ -190,7 +190,7 @@ int cmd_calibrate(const std::vector<std::string>& args) {
       "collectives", po::value<std::vector<std::string>>()->multitoken(),
       "collective benchmarks (nccl-tests / rccl-tests output, or CSV as FILE:RANKS) to fit network parameters to")(
       "op", po::value<std::string>(),
-      "the benchmarks' collective: all_reduce, all_gather, reduce_scatter, alltoall, sendrecv (nccl-tests output "
+      "the benchmarks' collective: all_reduce, all_gather, reduce_scatter, alltoall, sendrecv, broadcast (nccl-tests output "
       "names its own tests; a CSV needs it)")(
       "cluster", po::value<std::string>(), "with --collectives: the machine (a preset or a scenario file's cluster)");
   const auto parsed = parse_command(args, opts, "results");

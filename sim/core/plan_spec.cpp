@@ -116,6 +116,10 @@ bool PlanSpec::overlaps_comm() const {
 bool PlanSpec::reduces_buckets_by_all_reduce() const {
   if (quantization.gradients) return false;
   if (deepspeed_zero_optimizer(*this) && shards().params == 1) return bucket_all_reduce || !reduce_scatter;
+  // A partition whose gradients stay whole on every rank and whose optimizer states are sharded (AMSP's P1/G1/OSn, as
+  // InternEvo's HybridZeroOptimizer runs it: each bucket all-reduced over the data-parallel group, each rank keeping
+  // the slice it updates, InternLM/InternEvo@c18bec9 internlm/solver/optimizer/utils.py reduce_tensor, dst_rank None).
+  if (!reduce_scatter && shards().params == 1 && shards().grads == 1 && shards().optimizer > 1) return true;
   return !reduce_scatter && deepspeed_zero3(*this);
 }
 

@@ -51,6 +51,15 @@ enum class CollectiveAlgorithm { kAuto, kRing, kTree, kHierarchical, kBest, kNvl
 /// accumulated and reduced in fp32 when training in bf16, one reduction of the whole buffer after the backward
 /// unless overlap_comm (overlap_grad_reduce), then buckets of max(40M, 1M x dp) elements in the last micro-batch.
 enum class Framework { kDeepSpeed, kFsdp, kMegatron };
+
+/** @brief How the updated parameters reach the ranks after the step where the optimizer states are sharded wider than
+ *  the parameters: kAllGather, DeepSpeed's (its ZeRO optimizers' all-gather of the updated partitions, in
+ *  allgather_bucket pieces); kBroadcast, InternEvo's HybridZeroOptimizer: each owner of a shard broadcasts it to the
+ *  zero1 group, one broadcast per owner on the group's communicator (InternLM/InternEvo@c18bec9
+ *  internlm/solver/optimizer/hybrid_zero_optim.py broadcast_params; with overlap_sync_param, per block and owner,
+ *  @34c11d88 internlm/core/parallel/comm/zero.py ParamAsyncBcastHandler). */
+enum class ParamSync : std::uint8_t { kAllGather, kBroadcast };
+inline constexpr std::string_view kParamSyncNames[] = {"all_gather", "broadcast"};
 std::string_view framework_name(Framework f);
 std::optional<Framework> parse_framework(std::string_view name);
 
@@ -239,6 +248,8 @@ struct PlanSpec {
   /// internlm/core/parallel/comm/zero.py ParamAsyncBcastHandler: each block's forward pre-hook waits for the
   /// broadcasts of the ranks that own it). Off: DeepSpeed's and InternEvo's default, the step ends with the sync.
   bool overlap_sync_param = false;
+  /// how that sync runs: DeepSpeed's all-gather or InternEvo's broadcast per owner (ParamSync)
+  ParamSync param_sync = ParamSync::kAllGather;
   /// Megatron's pipeline exchanges end in torch.cuda.synchronize(), so a stage's framework thread waits for its GPU
   /// at each exchange (batch_p2p_comm with batch_p2p_sync: Megatron-LM before Megatron-Core and Megatron-DeepSpeed
   /// always; Megatron-Core where batch_p2p_comm is on, NVIDIA/Megatron-LM@core_v0.9.0

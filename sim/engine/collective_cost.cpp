@@ -238,7 +238,8 @@ CollectiveEstimate estimate_collective(const core::ClusterSpec& cluster, const G
     case CollectiveAlgorithm::kTree:
       // NCCL only has trees for all-reduce; other operations run as rings.
       return all_reduce ? tree_all_reduce(v, m) : ring(v, per_edge, steps);
-    case CollectiveAlgorithm::kHierarchical: return hierarchical(v, op, m);
+    case CollectiveAlgorithm::kHierarchical:
+      return op == CollectiveOp::kBroadcast ? ring(v, per_edge, steps) : hierarchical(v, op, m);
     case CollectiveAlgorithm::kAuto:
     case CollectiveAlgorithm::kBest: {
       // Alpha-beta: all-gather and reduce-scatter as rings, all-reduce as the faster of ring and tree; `best`
@@ -248,7 +249,7 @@ CollectiveEstimate estimate_collective(const core::ClusterSpec& cluster, const G
         CollectiveEstimate t = tree_all_reduce(v, m);
         if (t.time < best.time) best = t;
       }
-      if (requested == CollectiveAlgorithm::kBest) {
+      if (requested == CollectiveAlgorithm::kBest && op != CollectiveOp::kBroadcast) {
         CollectiveEstimate h = hierarchical(v, op, m);
         if (h.time < best.time) best = h;
         // NVLS where the node's switch reduces (CollectiveLibrarySpec::nvls), at the links' own latency.
@@ -280,6 +281,7 @@ double ring_edge_factor(CollectiveOp op, int n) {
     case CollectiveOp::kAllGather:
     case CollectiveOp::kReduceScatter:
     case CollectiveOp::kAllToAll: return (n - 1.0) / n;
+    case CollectiveOp::kBroadcast: return 1.0;  // a chain: every rank but the root receives the buffer once
     case CollectiveOp::kSendRecv:
     case CollectiveOp::kCount: break;
   }
@@ -293,6 +295,7 @@ CodecVolume codec_volume(CollectiveOp op, int n, double m) {
     case CollectiveOp::kAllReduce: return {2.0 * f * m, 2.0 * f * m};
     case CollectiveOp::kReduceScatter: return {f * m, f * m};
     case CollectiveOp::kAllGather: return {m / n, f * m};
+    case CollectiveOp::kBroadcast: return {m / n, f * m};  // the root compresses, the others decompress
     case CollectiveOp::kAllToAll:
     case CollectiveOp::kSendRecv: return {m, m};
     case CollectiveOp::kCount: break;
@@ -310,7 +313,7 @@ bool crosses_nodes(const core::ClusterSpec& cluster, const GroupShape& shape) { 
 
 bool compresses(const core::ClusterSpec& cluster, const GroupShape& shape, CollectiveOp op, double payload) {
   if (shape.size <= 1 || !crosses_nodes(cluster, shape)) return false;
-  const double message = op == CollectiveOp::kSendRecv ? payload : payload / shape.size;
+  const double message = op == CollectiveOp::kSendRecv || op == CollectiveOp::kBroadcast ? payload : payload / shape.size;
   return message >= kCompressionMinMessageBytes;
 }
 

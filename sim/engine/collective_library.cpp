@@ -174,7 +174,10 @@ int log2i(double n) {
 
 std::string_view protocol_name(Protocol p) { return core::protocol_name(static_cast<std::size_t>(p)); }
 
-int ring_steps(CollectiveOp op, int n) { return op == CollectiveOp::kAllReduce ? 2 * (n - 1) : n - 1; }
+int ring_steps(CollectiveOp op, int n) {
+  if (op == CollectiveOp::kAllReduce) return 2 * (n - 1);
+  return op == CollectiveOp::kBroadcast ? n : n - 1;
+}
 
 double nvls_edge_factor(int n) { return (n + 1.0) / n; }
 
@@ -246,8 +249,9 @@ LibraryChoice choose_library_call(const CollectiveLibrarySpec& lib, const Librar
   SHARDSIM_ASSERT(call.ranks >= 2 && call.nodes >= 1 && call.ranks % call.nodes == 0, "bad library call shape");
   SHARDSIM_ASSERT(call.bus_Bps > 0.0, "library call without bandwidth");
   const bool all_reduce = call.op == CollectiveOp::kAllReduce;
-  SHARDSIM_ASSERT(all_reduce || call.op == CollectiveOp::kAllGather || call.op == CollectiveOp::kReduceScatter,
-                  "the tuning model covers all-reduce, all-gather and reduce-scatter");
+  SHARDSIM_ASSERT(all_reduce || call.op == CollectiveOp::kAllGather || call.op == CollectiveOp::kReduceScatter ||
+                      call.op == CollectiveOp::kBroadcast,
+                  "the tuning model covers all-reduce, all-gather, reduce-scatter and broadcast");
   const RcclTuningModel* rm = rccl ? &rccl_model(lib) : nullptr;  // RCCL's tables for this node, looked up once
   const Tables& t = rm ? rm->tables : kNccl218;
   const int minor = rccl ? CollectiveLibrarySpec::kMinNcclMinor : lib.nccl_minor;
@@ -256,7 +260,12 @@ LibraryChoice choose_library_call(const CollectiveLibrarySpec& lib, const Librar
   const int ppn = n / nodes;
   const int intra_hw = lib.intra == CollectiveLibrarySpec::IntraLink::kNvlink ? kNvlink : kPci;
   const int steps = ring_steps(call.op, n);
-  const int net_steps = all_reduce ? (nodes > 1 ? (minor >= 23 ? 2 * (nodes - 1) : 2 * nodes) : 0) : nodes - 1;
+  // Network steps: a broadcast's chain enters every node but the root's, and until 2.22 the table counted the root's
+  // too (nInterSteps = nNodes).
+  const bool broadcast = call.op == CollectiveOp::kBroadcast;
+  const int net_steps = all_reduce  ? (nodes > 1 ? (minor >= 23 ? 2 * (nodes - 1) : 2 * nodes) : 0)
+                        : broadcast ? (nodes > 1 ? (minor >= 23 ? nodes - 1 : nodes) : 0)
+                                    : nodes - 1;
   const double bus = call.bus_Bps / 1e9;  // GB/s, as the tables
   const int gen = static_cast<int>(lib.generation);
   const int size_index = nodes <= 2 ? nodes - 1 : 2;

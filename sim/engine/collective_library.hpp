@@ -32,7 +32,8 @@ enum class Protocol : std::uint8_t { kLL, kLL128, kSimple };
 std::string_view protocol_name(Protocol p);
 
 /** @brief The steps of a ring over `n` ranks: n - 1 for an all-gather or a reduce-scatter, 2 (n - 1) for an
- *  all-reduce (its reduce-scatter, then its all-gather). */
+ *  all-reduce (its reduce-scatter, then its all-gather), n for a broadcast (NCCL's tuning model: the chain's n - 1
+ *  hops and the root's copy in). */
 int ring_steps(graph::CollectiveOp op, int n);
 
 /** @brief A collective call as the library's tuning model sees it. */
@@ -75,7 +76,8 @@ bool pat_available(const core::CollectiveLibrarySpec& library, const LibraryCall
 /** @brief The algorithm and protocol `library` picks for `call` (only `algorithm` when it is kRing, kTree or kPat; a
  *  tree is only an all-reduce's; NVLS where CollectiveLibrarySpec::nvls allows it and the algorithm is not
  *  forced; PAT where pat_available() and the algorithm is not forced to a ring), and their time. Precondition:
- *  family is NCCL or RCCL; call.ranks >= 2; call.op is an all-reduce, all-gather or reduce-scatter; bus_Bps > 0;
+ *  family is NCCL or RCCL; call.ranks >= 2; call.op is an all-reduce, all-gather, reduce-scatter or broadcast (a
+ *  ring's only: NCCL's tuning model has no other algorithm for it); bus_Bps > 0;
  *  pat_available() where `algorithm` is kPat. */
 LibraryChoice choose_library_call(const core::CollectiveLibrarySpec& library, const LibraryCall& call,
                                   core::CollectiveAlgorithm algorithm = core::CollectiveAlgorithm::kAuto);

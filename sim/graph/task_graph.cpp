@@ -43,6 +43,7 @@ std::string_view collective_name(CollectiveOp op) {
     case CollectiveOp::kAllGather: return "all-gather";
     case CollectiveOp::kAllToAll: return "all-to-all";
     case CollectiveOp::kSendRecv: return "send-recv";
+    case CollectiveOp::kBroadcast: return "broadcast";
     case CollectiveOp::kCount: break;
   }
   return "?";

@@ -47,7 +47,7 @@ enum class Stream : std::uint8_t {
 
 enum class Phase : std::uint8_t { kForward, kBackward, kRecompute, kOptimizer, kNone, kCount };
 
-enum class CollectiveOp : std::uint8_t { kAllReduce, kReduceScatter, kAllGather, kAllToAll, kSendRecv, kCount };
+enum class CollectiveOp : std::uint8_t { kAllReduce, kReduceScatter, kAllGather, kAllToAll, kSendRecv, kBroadcast, kCount };
 
 /** Why a collective or copy exists; the breakdown of "where the time goes" is by purpose. */
 enum class Purpose : std::uint8_t {

@@ -380,6 +380,10 @@ DeepSpeedExport deepspeed_config_of(const Scenario& s) {
     out.notes.push_back("delayed_update: the one-step delayed parameter update of the ZeRO-Offload paper, which "
                         "DeepSpeed 0.14 does not ship (no config key): the config runs the plain update");
   }
+  if (p.param_sync == core::ParamSync::kBroadcast) {
+    out.notes.push_back("param_sync: broadcast: InternEvo's sync of the updated parameters, a broadcast per owner; "
+                        "DeepSpeed all-gathers them (no config key)");
+  }
   if (p.overlap_sync_param) {
     out.notes.push_back("overlap_sync_param: InternEvo's overlap of the updated parameters' sync with the next "
                         "forward, which DeepSpeed does not ship (no config key): its step ends with the sync");

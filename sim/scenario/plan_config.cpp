@@ -32,7 +32,7 @@ core::PlanSpec parse_plan(const ConfigNode& n, PlanDeferred& later) {
                 "model_persistence_threshold", "ddp_bucket",
                 "overlap_comm",
                 "use_multi_rank_bucket_allreduce", "reduce_scatter",
-                "flash_attention", "attention_kernel", "launch_blocking", "overlap_sync_param", "p2p_sync", "tp_comm_overlap", "grad_accum_dtype", "collective_algorithm", "workspace",
+                "flash_attention", "attention_kernel", "launch_blocking", "overlap_sync_param", "param_sync", "p2p_sync", "tp_comm_overlap", "grad_accum_dtype", "collective_algorithm", "workspace",
                 "partition", "mics_shard_size",
                 "zero_hpz_partition_size", "zero_quantized_weights", "zero_quantized_gradients",
                 "quantization_block", "qgz_hops", "hierarchy", "virtual_stages", "sequence_parallel",
@@ -79,6 +79,10 @@ core::PlanSpec parse_plan(const ConfigNode& n, PlanDeferred& later) {
   if (auto v = n.find("overlap_sync_param")) {
     p.overlap_sync_param = v->as_bool();
     later.overlap_sync_param = v;
+  }
+  if (auto v = n.find("param_sync")) {
+    p.param_sync = named<core::ParamSync>(*v, core::kParamSyncNames);
+    later.param_sync = v;
   }
   if (auto v = n.find("tp_comm_overlap")) {
     p.tp_comm_overlap = v->as_bool();
@@ -416,7 +420,8 @@ void resolve_plan(Scenario& s, const ConfigNode& root, const PlanDeferred& later
                                  "bypasses qgZ's quantised reduction (zero_quantized_gradients)");
     }
     if (!p.reduces_buckets_by_all_reduce()) {
-      later.reduce_scatter->fail("reduce_scatter changes DeepSpeed's ZeRO-1/2/3 optimizers: this plan's partition (" +
+      later.reduce_scatter->fail("reduce_scatter changes DeepSpeed's ZeRO-1/2/3 optimizers and a partition with whole "
+                                 "parameters and gradients and sharded optimizer states (P1/G1/OSn): this plan's (" +
                                  std::to_string(p.shards().params) + "/" + std::to_string(p.shards().grads) + "/" +
                                  std::to_string(p.shards().optimizer) + ") is reduced otherwise");
     }
@@ -433,6 +438,15 @@ void resolve_plan(Scenario& s, const ConfigNode& root, const PlanDeferred& later
     if (p.pp > 1) {
       later.overlap_sync_param->fail("overlap_sync_param is not modelled with pipeline parallelism");
     }
+  }
+  if (later.param_sync && p.param_sync == core::ParamSync::kBroadcast) {
+    const core::PartitionSpec sh = p.shards();
+    if (sh.params >= sh.optimizer) {
+      later.param_sync->fail(fmt::format(
+          "param_sync chooses how the updated parameters are synced after the step: this plan has no such sync (its "
+          "parameters are sharded {} ways, its optimizer states {})", sh.params, sh.optimizer));
+    }
+    if (p.pp > 1) later.param_sync->fail("param_sync: broadcast is not modelled with pipeline parallelism");
   }
   if (later.tp_comm_overlap && p.tp_comm_overlap && (p.tp < 2 || !p.sequence_parallel)) {
     later.tp_comm_overlap->fail(fmt::format(

@@ -15,7 +15,8 @@ namespace shardsim::scenario {
 /// kept for resolve_plan.
 struct PlanDeferred {
   std::optional<ConfigNode> params, grads, optimizer, secondary, mics, hops, hierarchy, qwz, qgz, compression, offload,
-      offload_param, sub_group, delayed_update, grad_accum_dtype, float8, reduce_scatter, overlap_sync_param, p2p_sync, tp_comm_overlap;
+      offload_param, sub_group, delayed_update, grad_accum_dtype, float8, reduce_scatter, overlap_sync_param, param_sync,
+      p2p_sync, tp_comm_overlap;
 };
 
 /** @brief The value of enum E that `n` names, one of `names` (listed in enum order); an error at `n` otherwise. */

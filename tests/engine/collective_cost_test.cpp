@@ -36,6 +36,17 @@ TEST(CollectiveCost, RingReduceScatterAndAllGatherAreHalfAnAllReduce) {
   EXPECT_NEAR(t(c, 8, 1, CollectiveOp::kAllGather, CollectiveAlgorithm::kRing), expected, 1e-12);
 }
 
+// A broadcast is a chain: every rank but the root receives the buffer once, over n - 1 hops (NCCL's table counts
+// n steps); any algorithm asked for runs it so.
+TEST(CollectiveCost, RingBroadcastMovesTheBufferOverEveryEdge) {
+  const auto c = flat(8);
+  const double expected = kM / 50e9 + 8.0 * 1e-6;
+  for (auto a : {CollectiveAlgorithm::kRing, CollectiveAlgorithm::kTree, CollectiveAlgorithm::kHierarchical,
+                 CollectiveAlgorithm::kAuto, CollectiveAlgorithm::kBest}) {
+    EXPECT_NEAR(t(c, 8, 1, CollectiveOp::kBroadcast, a), expected, 1e-12) << core::algorithm_name(a);
+  }
+}
+
 TEST(CollectiveCost, SingleRankGroupsAreFree) {
   const auto c = flat(8);
   EXPECT_EQ(t(c, 1, 1, CollectiveOp::kAllReduce, CollectiveAlgorithm::kAuto), 0.0);
@@ -313,6 +324,30 @@ TEST(CollectiveLibrary, TreesPayTheirPipelineFillAcrossNodes) {
   EXPECT_NEAR(c.time_s, c.latency_s + 2.0 * 65536 / (c.bandwidth_factor * 12.5e9), 1e-12);
   // LL over the network: a 3.8th of 0.92 of the bus bandwidth (under llMaxBw), not the table's size correction.
   EXPECT_NEAR(c.bandwidth_factor, 0.92 / 3.8 / fill, 1e-12);
+}
+
+// A broadcast is NCCL's ring only (src/graph/tuning.cc): n steps, the network's nNodes of them until 2.22 and
+// nNodes - 1 from 2.23, the bus bandwidth its algorithm bandwidth (nRanks / nsteps = 1), LL at a third inside a node.
+TEST(CollectiveLibrary, NcclBroadcastsAsARingOfNSteps) {
+  auto lib = nccl();
+  const auto big = choose_library_call(lib, call(graph::CollectiveOp::kBroadcast, 16, 2, 1e10, 100.0));
+  EXPECT_EQ(big.algorithm, core::CollectiveAlgorithm::kRing);
+  EXPECT_EQ(big.protocol, Protocol::kSimple);
+  // 8.4 us base + 14 in-node steps at max(3.4, 3 x 1 us) + 2 network steps at 14 us.
+  EXPECT_NEAR(big.latency_s * 1e6, 8.4 + 14 * 3.4 + 2 * 14.0, 1e-9);
+  EXPECT_NEAR(big.time_s, big.latency_s + 1e10 / 100e9, 1e-12);
+  for (double bytes = 1e3; bytes < 1e11; bytes *= 7.0) {
+    EXPECT_EQ(choose_library_call(lib, call(graph::CollectiveOp::kBroadcast, 64, 8, bytes, 100.0)).algorithm,
+              core::CollectiveAlgorithm::kRing)
+        << bytes;
+  }
+  lib.nccl_minor = 23;
+  EXPECT_NEAR(choose_library_call(lib, call(graph::CollectiveOp::kBroadcast, 16, 2, 1e10, 100.0)).latency_s * 1e6,
+              8.4 + 15 * 3.4 + 14.0, 1e-9);
+  const auto small = choose_library_call(nccl(), call(graph::CollectiveOp::kBroadcast, 8, 1, 4096, 200.0));
+  EXPECT_EQ(small.protocol, Protocol::kLL);
+  EXPECT_NEAR(small.bandwidth_factor, 1.0 / 3.0, 1e-12);
+  EXPECT_NEAR(small.latency_s * 1e6, 6.6 + 8 * 0.6, 1e-9);
 }
 
 // NVLS (an NVSwitch that reduces): NCCL picks it for an all-reduce inside one node from the size where its table's

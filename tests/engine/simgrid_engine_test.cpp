@@ -119,19 +119,37 @@ TEST(SimGridEngine, RunsNvlsAllReducesAsTheAnalyticalEngineDoes) {
 // node, run as PAT where NCCL's table picks it (the persistent parameters' small gathers after the step); both engines
 // move a ring's bytes per rank at PAT's share of the bus bandwidth, and on an ideal network they agree to the clock's
 // resolution.
-TEST(SimGridEngine, RunsPatAsTheAnalyticalEngineDoes) {
-  if (!engine::simgrid_available()) GTEST_SKIP() << "built without SimGrid";
-  const std::string yaml =
-      "name: t\nmodel: llama2-7b\ncluster: {preset: dgx-h100, nodes: 16, collective_library: {version: \"2.26\"}}\n"
-      "plan: {zero_stage: 3, tp: 8, micro_batch: 1, global_batch: 16, recompute: full}\n";
+// The scenario `yaml` on both engines where no link is shared: one of its calls is what `runs` looks for, and the
+// engines agree.
+template <class Pred>
+void expect_engines_agree(const std::string& yaml, Pred runs) {
   scenario::Scenario s = scenario::parse_scenarios(yaml, "<test>").front();
   const auto ev = scenario::evaluate(s);
-  bool pat = false;
-  for (const auto& c : report::collective_rows(s, ev, 0)) pat = pat || c.algorithm == core::CollectiveAlgorithm::kPat;
-  EXPECT_TRUE(pat);
+  bool found = false;
+  for (const auto& c : report::collective_rows(s, ev, 0)) found = found || runs(c);
+  EXPECT_TRUE(found);
   const double ta = ev.run.iteration_time.value();
   const double tg = on_simgrid(s, topology::TopologyKind::kIdeal).run.iteration_time.value();
   EXPECT_NEAR(tg / ta, 1.0, 1e-6) << "analytical " << ta << " s, simgrid " << tg << " s";
+}
+
+TEST(SimGridEngine, RunsPatAsTheAnalyticalEngineDoes) {
+  if (!engine::simgrid_available()) GTEST_SKIP() << "built without SimGrid";
+  expect_engines_agree(
+      "name: t\nmodel: llama2-7b\ncluster: {preset: dgx-h100, nodes: 16, collective_library: {version: \"2.26\"}}\n"
+      "plan: {zero_stage: 3, tp: 8, micro_batch: 1, global_batch: 16, recompute: full}\n",
+      [](const auto& c) { return c.algorithm == core::CollectiveAlgorithm::kPat; });
+}
+
+// InternEvo's sync of updated parameters, one NCCL broadcast per owner (plan.param_sync), runs on both engines as a
+// ring of n steps carrying the whole buffer over every edge: they agree where no link is shared.
+TEST(SimGridEngine, RunsBroadcastsAsTheAnalyticalEngineDoes) {
+  if (!engine::simgrid_available()) GTEST_SKIP() << "built without SimGrid";
+  expect_engines_agree(
+      "name: t\nmodel: llama2-7b\ncluster: {preset: dgx-a100, nodes: 4}\n"
+      "plan: {micro_batch: 1, global_batch: 64, partition: {params: 1, grads: 1, optimizer: all}, reduce_scatter: "
+      "false, param_sync: broadcast}\n",
+      [](const auto& c) { return c.op == graph::CollectiveOp::kBroadcast; });
 }
 
 TEST(SimGridEngine, ContentionOnRealTopologiesOnlySlowsDown) {

@@ -558,9 +558,33 @@ TEST(ScenarioPlan, ReduceScatterIsDeepSpeedsZeroKey) {
                {5, 19, "plan.reduce_scatter", "pipeline"});
   expect_error(base + "  reduce_scatter: false\n  zero_quantized_gradients: true\n",
                {5, 19, "plan.reduce_scatter", "qgZ"});
-  expect_error(replace(base, "zero_stage: 3", "partition: {params: 1, grads: 1, optimizer: 8}") +
+  expect_error(replace(base, "zero_stage: 3", "partition: {params: 1, grads: 8, optimizer: 8}") +
                    "  reduce_scatter: false\n",
                {5, 19, "plan.reduce_scatter", "reduced otherwise"});
+  // Whole parameters and gradients, sharded optimizer states (InternEvo's zero1): its buckets all-reduced.
+  EXPECT_TRUE(parse_scenarios(replace(base, "zero_stage: 3", "partition: {params: 1, grads: 1, optimizer: 8}") +
+                                  "  reduce_scatter: false\n",
+                              "s.yaml")
+                  .at(0)
+                  .plan.reduces_buckets_by_all_reduce());
+}
+
+// param_sync: how the updated parameters reach the ranks after the step, DeepSpeed's all-gather (the default) or
+// InternEvo's broadcast per owner; refused where a plan syncs nothing after its step and with pipelines; it
+// round-trips through the scenario file.
+TEST(ScenarioPlan, ParamSyncIsAnAllGatherOrABroadcastPerOwner) {
+  const std::string base = "model: llama2-7b\ncluster: {preset: dgx-h100, nodes: 2}\nplan:\n  zero_stage: 1\n";
+  EXPECT_EQ(parse_scenarios(base, "s.yaml").at(0).plan.param_sync, core::ParamSync::kAllGather);
+  const auto s = parse_scenarios(base + "  param_sync: broadcast\n", "s.yaml").at(0);
+  EXPECT_EQ(s.plan.param_sync, core::ParamSync::kBroadcast);
+  const std::string file = (std::filesystem::temp_directory_path() / "shardsim_param_sync.yaml").string();
+  std::ofstream(file) << base << "  param_sync: broadcast\n";
+  EXPECT_EQ(parse_scenarios(scenario_with_plan(file, s.plan, s.cluster, "copy"), file).at(0).plan.param_sync,
+            core::ParamSync::kBroadcast);
+  expect_error(replace(base, "zero_stage: 1", "zero_stage: 3") + "  param_sync: broadcast\n",
+               {5, 15, "plan.param_sync", "no such sync"});
+  expect_error(base + "  param_sync: broadcast\n  pp: 2\n", {5, 15, "plan.param_sync", "pipeline"});
+  expect_error(base + "  param_sync: scatter\n", {5, 15, "plan.param_sync", "broadcast"});
 }
 
 // InternEvo's overlap_sync_param: the next forward waits for the sync of updated parameters block by block; refused

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 
 #include "sim/engine/analytical_engine.hpp"
@@ -186,6 +187,52 @@ TEST(PartitionedStrategy, OverlappedParameterSyncIsWaitedForByTheForward) {
   }
   EXPECT_GT(costs.fetch.persistent_elements, 0.0);
   EXPECT_NEAR(after_step, costs.fetch.persistent_elements * 2.0, 1.0);
+}
+
+// InternEvo's HybridZeroOptimizer (plan.param_sync broadcast, reduce_scatter false): the gradient buckets all-reduced
+// over the data-parallel group, and after the step each of the zero1 group's owners broadcasts its updated shard, one
+// call each: the same bytes as DeepSpeed's all-gather of the shards, but a ring's steps per owner, so more latency
+// (here 8 owners over 32 ranks). With overlap_sync_param each unit's owners broadcast its part, as many as its tensors.
+TEST(PartitionedStrategy, InternEvoBroadcastsEachOwnersUpdatedParameters) {
+  Case c(4, 1, 2);
+  c.plan.partition = core::PartitionSpec{1, 1, 8, 0};
+  c.plan.reduce_scatter = false;
+  const auto gathered = c.run(PartitionedStrategy());
+  Case b = c;
+  b.plan.param_sync = core::ParamSync::kBroadcast;
+  const auto broadcast = b.run(PartitionedStrategy());
+  EXPECT_GT(broadcast.time, gathered.time);
+  const ModelCosts costs = compute_model_costs(b.model, b.plan);
+  graph::TaskGraph g;
+  PartitionedStrategy().lower(LoweringInput{b.model, b.cluster, b.plan, costs}, g);
+  int broadcasts = 0, reductions = 0;
+  for (const auto& t : g.tasks()) {
+    if (t.kind != graph::TaskKind::kCollective) continue;
+    if (t.purpose == Purpose::kParamUpdateGather) {
+      EXPECT_EQ(t.op, graph::CollectiveOp::kBroadcast);
+      EXPECT_EQ(t.calls, 8u);
+      EXPECT_NEAR(t.bytes, costs.params_per_rank * 2.0, 1.0);  // each owner's eighth, to every rank
+      ++broadcasts;
+    }
+    if (t.purpose == Purpose::kGradReduce) {
+      EXPECT_EQ(t.op, graph::CollectiveOp::kAllReduce);
+      ++reductions;
+    }
+  }
+  EXPECT_EQ(broadcasts, 1);
+  EXPECT_GT(reductions, 0);
+  b.plan.overlap_sync_param = true;
+  graph::TaskGraph per_unit;
+  PartitionedStrategy().lower(LoweringInput{b.model, b.cluster, b.plan, costs}, per_unit);
+  std::size_t units = 0;
+  for (const auto& t : per_unit.tasks()) {
+    if (t.purpose != Purpose::kParamUpdateGather) continue;
+    const auto& u = costs.units.at(static_cast<std::size_t>(t.unit));
+    EXPECT_EQ(t.op, graph::CollectiveOp::kBroadcast);
+    EXPECT_EQ(t.calls, static_cast<std::uint32_t>(std::min(u.tensors, 8)));
+    ++units;
+  }
+  EXPECT_EQ(units, costs.units.size());
 }
 
 // A process group's collectives run one at a time, in the order they are issued (PyTorch's ProcessGroupNCCL: one

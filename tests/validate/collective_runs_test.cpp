@@ -90,10 +90,10 @@ TEST(CollectiveRuns, ReadsALogOfSeveralTestsWithTheirPlacement) {
   const std::string a2a = "    33554432       2097152    double    none      -1  1282.93   26.15   13.08       0  1266.72   26.49   13.24    N/A\n";
   const std::string sr = "    33554432       4194304    double     sum      -1  2513.89   13.35   13.35       0  2504.26   13.40   13.40    N/A\n"
                          "    67108864       8388608    double     sum      -1  4986.68   13.46   13.46       0  4989.15   13.45   13.45    N/A\n";
-  const std::string bc = "    33554432       4194304    double     sum       0  1000.00   33.55   33.55       0  1000.00   33.55   33.55    N/A\n";
+  const std::string rd = "    33554432       4194304    double     sum       0  1000.00   33.55   33.55       0  1000.00   33.55   33.55    N/A\n";
   const std::vector<std::string> two = {"cnode2-001", "cnode2-002"};
   const std::vector<std::string> four = {"n1", "n1", "n2", "n2"};
-  const std::string log = section("alltoall_perf", two, a2a) + section("broadcast_perf", two, bc) +
+  const std::string log = section("alltoall_perf", two, a2a) + section("reduce_perf", two, rd) +
                           section("sendrecv_perf", four, sr);
   std::vector<std::string> skipped;
   const auto s = parse_collective_samples(log, "log.txt", std::nullopt, 0, &skipped);
@@ -110,10 +110,14 @@ TEST(CollectiveRuns, ReadsALogOfSeveralTestsWithTheirPlacement) {
   }
   ASSERT_EQ(skipped.size(), 1u);
   EXPECT_NE(skipped[0].find("log.txt:"), std::string::npos) << skipped[0];
-  EXPECT_NE(skipped[0].find("broadcast_perf"), std::string::npos) << skipped[0];
+  EXPECT_NE(skipped[0].find("reduce_perf"), std::string::npos) << skipped[0];
   // The collective asked for must be the file's.
   EXPECT_THROW((void)parse_collective_samples(log, "log.txt", graph::CollectiveOp::kAllReduce, 0), core::ConfigError);
   EXPECT_EQ(parse_collective_samples(section("alltoall_perf", two, a2a), "a.txt", graph::CollectiveOp::kAllToAll, 0).size(), 1u);
+  // A broadcast is read (the size column is the buffer every rank receives).
+  const auto bc = parse_collective_samples(section("broadcast_perf", two, rd), "b.txt", std::nullopt, 0);
+  ASSERT_EQ(bc.size(), 1u);
+  EXPECT_EQ(bc[0].op, graph::CollectiveOp::kBroadcast);
   // Uneven hosts cannot be laid out as shardsim lays a group out.
   EXPECT_THROW((void)parse_collective_samples(section("sendrecv_perf", {"n1", "n1", "n2"}, sr), "u.txt", std::nullopt, 0),
                core::ConfigError);
