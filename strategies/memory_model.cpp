@@ -136,8 +136,10 @@ MemoryBreakdown rank_memory(const core::ModelSpec& model, const core::ClusterSpe
     // alive while one is laid out and reduced beside it, which a single rank never does.
     const bool one_rank_stage3 = !fsdp && plan.zero_stage == 3 && sh.grads == 1;
     const double ipg = (plan.overlaps_comm() && !one_rank_stage3 ? 2.0 : 1.0) * bucket;
-    // The updated-parameter all-gather runs after the step, when no reduce bucket is alive.
-    buffers = sh.params < sh.optimizer ? std::max(ipg, plan.allgather_bucket.value()) : ipg;
+    // The updated-parameter all-gather runs after the step, when no reduce bucket is alive (a broadcast per owner,
+    // InternEvo's, writes in place: no buffer).
+    const bool gathers_after_step = sh.params < sh.optimizer && plan.param_sync == core::ParamSync::kAllGather;
+    buffers = gathers_after_step ? std::max(ipg, plan.allgather_bucket.value()) : ipg;
     buf_note = fsdp ? (plan.overlaps_comm() ? "2 units' gradients (overlap)" : "1 unit's gradients")
                     : (ipg > bucket ? "2 reduce buckets (overlap)" : "1 reduce bucket");
     if (quantizes_gradients(cluster, plan)) {
