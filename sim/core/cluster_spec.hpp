@@ -64,15 +64,26 @@ inline constexpr double kMeasuredH100CudnnAttentionBackwardSpeedup = 1.647716078
 /// the Triton port (flash-attn's flash_attn_triton.py, as MosaicML's llm-foundry runs it with attn_impl triton), or
 /// cuDNN's fused attention (what scaled_dot_product_attention runs when left to choose on Hopper and Blackwell
 /// data-centre GPUs with cuDNN 9.9 or newer: pytorch aten/src/ATen/native/transformers/cuda/sdp_utils.cpp,
-/// check_prefer_cudnn_attention), which on the same GPU run at other rates.
-enum class AttentionKernel : std::uint8_t { kFlash2, kTriton, kCudnn };
-inline constexpr std::string_view kAttentionKernelNames[] = {"flash2", "triton", "cudnn"};
+/// check_prefer_cudnn_attention), which on the same GPU run at other rates; or FlashAttention's first release
+/// (flash-attn 1.x), which FlashAttention-2 runs about twice as fast (kFlash2OverFlash1).
+enum class AttentionKernel : std::uint8_t { kFlash2, kTriton, kCudnn, kFlash1 };
+inline constexpr std::string_view kAttentionKernelNames[] = {"flash2", "triton", "cudnn", "flash1"};
+/// How much faster FlashAttention-2's kernels run than FlashAttention's first ones, forward and backward: "around 2x
+/// faster than FlashAttention" (Dao, "FlashAttention-2", arXiv 2307.08691, abstract and Sec. 4.1: 1.7-3.0x on A100
+/// across head sizes, lengths and masks).
+inline constexpr double kFlash2OverFlash1 = 2.0;
 inline std::string_view attention_kernel_name(AttentionKernel k) {
   return kAttentionKernelNames[static_cast<std::size_t>(k)];
 }
 /// How a report names the family after "flash attention": nothing for FlashAttention-2's kernels.
 inline std::string_view attention_kernel_label(AttentionKernel k) {
-  return k == AttentionKernel::kTriton ? " (Triton)" : k == AttentionKernel::kCudnn ? " (cuDNN)" : "";
+  switch (k) {
+    case AttentionKernel::kTriton: return " (Triton)";
+    case AttentionKernel::kCudnn: return " (cuDNN)";
+    case AttentionKernel::kFlash1: return " (FlashAttention 1: FlashAttention-2's / 2, arXiv 2307.08691)";
+    case AttentionKernel::kFlash2: break;
+  }
+  return "";
 }
 
 /// The FlashAttention rates one kernel family reaches on a device (DeviceSpec::attention_rates).
@@ -145,6 +156,13 @@ struct DeviceSpec {
   }
   /** @brief The rates `kernel` runs at on this device, and whether they are borrowed. */
   [[nodiscard]] AttentionRates attention_rates(AttentionKernel kernel) const {
+    if (kernel == AttentionKernel::kFlash1) {
+      // FlashAttention-2's rates and schedule, at half the speed (kFlash2OverFlash1).
+      AttentionRates r = attention_rates(AttentionKernel::kFlash2);
+      r.forward /= kFlash2OverFlash1;
+      r.backward /= kFlash2OverFlash1;
+      return r;
+    }
     if (kernel == AttentionKernel::kCudnn) {
       // FlashAttention-2's rates and schedule at cuDNN's speed-up over them, where this device has one.
       AttentionRates r = attention_rates(AttentionKernel::kFlash2);
@@ -187,6 +205,7 @@ struct DeviceSpec {
    *  rates, the other family's where it borrows theirs, the device's efficiency source where it falls back to the
    *  GEMM ceiling; for cuDNN's kernels the source of their speed-up, else FlashAttention-2's. */
   [[nodiscard]] const std::string& attention_source(AttentionKernel kernel) const {
+    if (kernel == AttentionKernel::kFlash1) return attention_source(AttentionKernel::kFlash2);
     if (kernel == AttentionKernel::kCudnn) {
       return knows_cudnn_speedup() ? cudnn_attention_source : attention_source(AttentionKernel::kFlash2);
     }

@@ -86,6 +86,25 @@ TEST(KernelModel, CudnnAttentionIsFlashAttention2sScheduleAtItsSpeedup) {
   }
 }
 
+// FlashAttention's first release runs FlashAttention-2's schedule at half its rates both ways (FlashAttention-2 is
+// "around 2x faster", arXiv 2307.08691), with FlashAttention-2's source and guess status: twice the time.
+TEST(KernelModel, FlashAttention1IsFlashAttention2AtHalfItsRates) {
+  core::DeviceSpec d = scheduled_device(0.4, 0.3);
+  d.efficiency_source = "device fit";
+  const core::AttentionRates one = d.attention_rates(core::AttentionKernel::kFlash1);
+  EXPECT_FALSE(one.guessed);
+  EXPECT_EQ(one.slots, 2);
+  EXPECT_DOUBLE_EQ(one.forward, 0.2);
+  EXPECT_DOUBLE_EQ(one.backward, 0.15);
+  EXPECT_EQ(d.attention_source(core::AttentionKernel::kFlash1), "device fit");
+  const KernelModel flash2(d, core::Dtype::kBf16), flash1(d, core::Dtype::kBf16, core::AttentionKernel::kFlash1);
+  for (const bool backward : {false, true}) {
+    EXPECT_NEAR(flash1.flash_attention(64, 4096, 128, backward).value() /
+                    flash2.flash_attention(64, 4096, 128, backward).value(),
+                2.0, 1e-9);
+  }
+}
+
 // The Triton port of FlashAttention runs at its own rates on the same device, by the flat model even where
 // FlashAttention-2 is timed by its schedule; a device that has no Triton rates lends it FlashAttention-2's, and says so.
 TEST(KernelModel, TritonAttentionRunsAtItsOwnRatesOrBorrowsFlashAttention2s) {
