@@ -313,7 +313,8 @@ bool crosses_nodes(const core::ClusterSpec& cluster, const GroupShape& shape) { 
 
 bool compresses(const core::ClusterSpec& cluster, const GroupShape& shape, CollectiveOp op, double payload) {
   if (shape.size <= 1 || !crosses_nodes(cluster, shape)) return false;
-  const double message = op == CollectiveOp::kSendRecv || op == CollectiveOp::kBroadcast ? payload : payload / shape.size;
+  const bool whole = op == CollectiveOp::kSendRecv || op == CollectiveOp::kBroadcast;  // one message of the payload
+  const double message = whole ? payload : payload / shape.size;
   return message >= kCompressionMinMessageBytes;
 }
 
