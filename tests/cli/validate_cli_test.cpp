@@ -585,6 +585,24 @@ TEST(Collective, RunsPatWhereNcclHasIt) {
   EXPECT_EQ(run("collective '" + leonardo + "' --op all_reduce --ranks 16 --stride 4 --algorithm pat").code, 2);
 }
 
+// A broadcast (InternEvo's parameter sync) is a ring however it is asked for, its bus bandwidth its algorithm
+// bandwidth (every rank but the root receives the buffer once), and --algorithm tree or pat changes nothing or is
+// refused as for an all-gather.
+TEST(Collective, BroadcastsAsARing) {
+  const fs::path d = temp_dir("collective-broadcast");
+  const Outcome r = run("collective dgx-a100 --op broadcast --ranks 64 --min-size 64MiB --max-size 64MiB --json '" +
+                        (d / "b.json").string() + "'");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("broadcast on dgx-a100: 64 ranks (8 nodes x 8)"), std::string::npos) << r.out;
+  const auto j = nlohmann::json::parse(read(d / "b.json"));
+  ASSERT_EQ(j["rows"].size(), 1u);
+  EXPECT_EQ(j["rows"][0]["algorithm"], "ring");
+  EXPECT_DOUBLE_EQ(j["rows"][0]["busbw_GBps"].get<double>(), j["rows"][0]["algbw_GBps"].get<double>());
+  EXPECT_EQ(run("collective dgx-a100 --op broadcast --ranks 64 --algorithm tree").code, 0);
+  EXPECT_EQ(run("collective dgx-h100 --op broadcast --ranks 16 --stride 8 --algorithm pat").code, 2);
+  fs::remove_all(d);
+}
+
 // RCCL's paced rings on Frontier: the command says what floor a Simple ring across nodes puts under a call, and a
 // latency-bound all-gather over 2,048 GCDs takes exactly that (2,047 steps of the fitted step); inside one node
 // nothing is paced.
