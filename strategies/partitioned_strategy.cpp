@@ -435,11 +435,20 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
         reduce_scatter(bytes, 1);
       }
     }
-    if (boundary && b_size > 1) {
+    // Whole gradients all-reduced bucket by bucket with the optimizer states sharded narrower than the group (InternEvo's
+    // zero1 n < dp, reduce_scatter off): one all-reduce of the bucket over every data-parallel rank, each keeping
+    // the slice it updates (utils.py reduce_tensor over ParallelMode.DATA), not a reduction inside the owners and
+    // then across their replicas.
+    const bool flat_all_reduce = shard_reduce == CollectiveOp::kAllReduce && sh.grads == 1 && b_size > 1 && c_size > 1;
+    if (boundary && flat_all_reduce) {
+      chain(g.add_collective(role, reduce_stream, CollectiveOp::kAllReduce, Purpose::kGradReduce, dp_group,
+                             core::Bytes(bytes), unit, micro));
+    }
+    if (boundary && b_size > 1 && !flat_all_reduce) {
       chain(g.add_collective(role, reduce_stream, shard_reduce, Purpose::kGradReduce, b_group,
                              core::Bytes(bytes / sh.grads), unit, micro));
     }
-    if (boundary && c_size > 1) {
+    if (boundary && c_size > 1 && !flat_all_reduce) {
       // DeepSpeed's MiCS all-reduces the bucket's gradient partitions across the replicas with all_reduce_coalesced
       // (deepspeed@v0.14.0 runtime/zero/mics.py allreduce_mics_shard_grads), which PyTorch's ProcessGroupNCCL runs
       // as one ncclAllReduce per tensor inside a group: each pays the library's latency. Elsewhere one buffer.

@@ -215,7 +215,9 @@ TEST(PartitionedStrategy, InternEvoBroadcastsEachOwnersUpdatedParameters) {
       ++broadcasts;
     }
     if (t.purpose == Purpose::kGradReduce) {
+      // One all-reduce of each bucket over every data-parallel rank (utils.py reduce_tensor over ParallelMode.DATA).
       EXPECT_EQ(t.op, graph::CollectiveOp::kAllReduce);
+      EXPECT_EQ(g.groups().at(t.group).name, "dp");
       ++reductions;
     }
   }
