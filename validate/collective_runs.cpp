@@ -28,7 +28,12 @@ bool is_number(const std::string& s) {
 
 // The collective a nccl-tests / rccl-tests binary runs ("all_reduce_perf" -> all-reduce); nullopt for the tests
 // shardsim does not model (reduce, gather, scatter, hypercube).
-std::optional<graph::CollectiveOp> nccl_test_op(const std::string& test) {
+std::optional<graph::CollectiveOp> nccl_test_op(const std::string& name) {
+  // nccl-tests built with MPI=1 NAME_SUFFIX=_mpi names its binaries all_reduce_perf_mpi and so on.
+  constexpr std::string_view kMpi = "_mpi";
+  const std::string test = name.size() > kMpi.size() && name.compare(name.size() - kMpi.size(), kMpi.size(), kMpi) == 0
+                               ? name.substr(0, name.size() - kMpi.size())
+                               : name;
   if (test == "all_reduce_perf") return graph::CollectiveOp::kAllReduce;
   if (test == "all_gather_perf") return graph::CollectiveOp::kAllGather;
   if (test == "reduce_scatter_perf") return graph::CollectiveOp::kReduceScatter;
