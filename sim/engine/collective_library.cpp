@@ -209,16 +209,16 @@ double tree_pipeline_fill(const CollectiveLibrarySpec& lib, const LibraryCall& c
   const double per_channel_min = (rccl ? kRcclTreeThreadBytes : kTreeThreadBytes)[pi];
   const double nc = std::clamp(std::floor(call.bytes / per_channel_min), 1.0, kAssumedChannels);
   double chunk = (rccl ? kRcclTreeChunkBytes : kTreeChunkBytes)[pi];
+  // Whole chunks per channel at the current chunk size (enqueue.cc's integer nBytes / (nChannels x chunkSize)).
+  auto per_channel = [&] { return std::floor(call.bytes / (nc * chunk)); };
   if (p == Protocol::kLL128) {
     // LL128 trees: chunks halved until the call has enough of them per channel for the tree's steps.
     const double nsteps = 1.0 + levels + 0.1 * ppn;
-    auto per_channel = [&] { return std::floor(call.bytes / (nc * chunk)); };
     while (per_channel() < nsteps * 64.0 / ppn && chunk > 131072.0) chunk /= 2.0;
     while (per_channel() < nsteps * 16.0 / ppn && chunk > 32768.0) chunk /= 2.0;
   } else if (p == Protocol::kSimple && (rccl || lib.nccl_minor <= 19)) {
     // NCCL 2.18-2.19 and RCCL: a Simple tree's chunks halved until there are 8, 4, then 1 per level of its depth.
     const double depth = ppn - 1 + levels;
-    auto per_channel = [&] { return std::floor(call.bytes / (nc * chunk)); };
     while (per_channel() < depth * 8.0 && chunk > 131072.0) chunk /= 2.0;
     while (per_channel() < depth * 4.0 && chunk > 65536.0) chunk /= 2.0;
     while (per_channel() < depth && chunk > 32768.0) chunk /= 2.0;

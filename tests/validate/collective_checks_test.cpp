@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <stdexcept>
 
 #include "sim/core/errors.hpp"
@@ -25,6 +26,17 @@ std::string write_temp(const std::string& name, const std::string& text) {
   const fs::path p = fs::temp_directory_path() / name;
   std::ofstream(p) << text;
   return p.string();
+}
+
+// Loading the benchmark file `file` is refused (`what` names the case), with a ConfigError that holds each of
+// `expected`.
+void expect_refused(const std::string& file, const std::string& what, std::initializer_list<std::string> expected) {
+  try {
+    (void)load_collective_check(file);
+    ADD_FAILURE() << "accepted " << what;
+  } catch (const core::ConfigError& e) {
+    for (const auto& x : expected) EXPECT_NE(std::string(e.what()).find(x), std::string::npos) << e.what();
+  }
 }
 
 // The shipped benchmark files; called with a file name, that file's.
@@ -282,13 +294,7 @@ TEST(CollectiveChecks, RunsThatLeaveGpusIdlePlaceTheirRanksPerNode) {
 
   const std::string table = "     1048576        262144     float     sum      -1    156.9    6.68   12.53      0\n";
   const auto odd = write_temp("shardsim_check_per_node.txt", "# shardsim: cluster=dgx-h100 ranks=30 per_node=3\n" + table);
-  try {
-    (void)load_collective_check(odd);
-    FAIL() << "accepted 3 ranks per node of an 8-GPU node";
-  } catch (const core::ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find(":1:"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("per_node"), std::string::npos) << e.what();
-  }
+  expect_refused(odd, "3 ranks per node of an 8-GPU node", {":1:", "per_node"});
 }
 
 // Leonardo's all-gathers over one A100 per node (HLC-Lab/nccl bench_bine/results.md, NCCL 2.30.7), held out:
@@ -336,33 +342,16 @@ TEST(CollectiveChecks, PatIsRefusedWhereTheLibraryHasNone) {
                           "cluster=dgx-h100 op=all_gather ranks=16 per_node=1 algorithm=pat nccl=2.26 protocols=LL",
                           "cluster=frontier op=all_gather ranks=16 per_node=1 algorithm=pat"}) {
     const auto f = write_temp("shardsim_check_patbad.txt", std::string("# x\n# shardsim: ") + tag + "\n" + table);
-    try {
-      (void)load_collective_check(f);
-      FAIL() << "accepted " << tag;
-    } catch (const core::ConfigError& e) {
-      EXPECT_NE(std::string(e.what()).find(":2:"), std::string::npos) << e.what();
-      EXPECT_NE(std::string(e.what()).find("algorithm"), std::string::npos) << e.what();
-    }
+    expect_refused(f, tag, {":2:", "algorithm"});
   }
 }
 
 TEST(CollectiveChecks, ABenchmarkWithoutItsMachineIsRefusedWithFileAndLine) {
   const std::string table = "     1048576        262144     float     sum      -1    156.9    6.68   12.53      0\n";
   const auto none = write_temp("shardsim_check_none.txt", table);
-  try {
-    (void)load_collective_check(none);
-    FAIL() << "accepted a table without its machine";
-  } catch (const core::ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("# shardsim: cluster=PRESET"), std::string::npos) << e.what();
-  }
+  expect_refused(none, "a table without its machine", {"# shardsim: cluster=PRESET"});
   const auto bad = write_temp("shardsim_check_bad.txt", "# x\n# shardsim: cluster=dgx-h100 ranks=16 proto=LL\n" + table);
-  try {
-    (void)load_collective_check(bad);
-    FAIL() << "accepted an unknown key";
-  } catch (const core::ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find(":2:"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("proto"), std::string::npos) << e.what();
-  }
+  expect_refused(bad, "an unknown key", {":2:", "proto"});
   const auto preset = write_temp("shardsim_check_preset.txt", "# shardsim: cluster=dgx-b200 ranks=16\n" + table);
   EXPECT_THROW((void)load_collective_check(preset), core::ConfigError);
   // The NCCL version a run used: 2.18 to 2.30, and only where the machine's library is NCCL.
@@ -374,12 +363,7 @@ TEST(CollectiveChecks, ABenchmarkWithoutItsMachineIsRefusedWithFileAndLine) {
   for (const char* tag : {"cluster=dgx-h100 ranks=16 nccl=2.8", "cluster=dgx-h100 ranks=16 nccl=2.31",
                           "cluster=frontier ranks=16 nccl=2.21"}) {
     const auto f = write_temp("shardsim_check_vbad.txt", std::string("# shardsim: ") + tag + "\n" + table);
-    try {
-      (void)load_collective_check(f);
-      FAIL() << "accepted " << tag;
-    } catch (const core::ConfigError& e) {
-      EXPECT_NE(std::string(e.what()).find("nccl"), std::string::npos) << e.what();
-    }
+    expect_refused(f, tag, {"nccl"});
   }
 }
 
