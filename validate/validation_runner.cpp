@@ -87,6 +87,17 @@ void phase_times(const scenario::Evaluation& ev, Prediction& p) {
   }
   p.value[static_cast<std::size_t>(Metric::kBackwardReduceTime)] = epilogue;
   p.value[static_cast<std::size_t>(Metric::kStepTime)] = ev.run.iteration_time.value() - last_backward;
+  // A host clock stopped without synchronising the device stops when the framework's thread returns from its last
+  // call (its last task, which waits where the framework synchronises: the step's wait for the gradients); a plan
+  // whose host does no modelled work waits for the device.
+  double host_end = -1.0;
+  for (std::size_t t = 0; t < tasks.size(); ++t) {
+    if (tasks[t].role == 0 && tasks[t].stream == graph::Stream::kHostCpu) {
+      host_end = std::max(host_end, ev.run.timings[t].end_s);
+    }
+  }
+  p.value[static_cast<std::size_t>(Metric::kHostIterationTime)] =
+      host_end >= 0.0 ? host_end : ev.run.iteration_time.value();
 }
 
 Prediction predict(const scenario::Scenario& row_scenario, engine::EngineKind engine, bool need_phases) {
@@ -172,7 +183,7 @@ std::string signed_percent(double e) { return fmt::format("{:+.1f}%", std::fabs(
 
 bool is_phase(Metric m) {
   return m == Metric::kForwardTime || m == Metric::kBackwardTime || m == Metric::kStepTime ||
-         m == Metric::kBackwardReduceTime;
+         m == Metric::kBackwardReduceTime || m == Metric::kHostIterationTime;
 }
 
 }  // namespace

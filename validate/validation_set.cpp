@@ -20,7 +20,7 @@ using scenario::ConfigNode;
 
 constexpr std::array<std::string_view, static_cast<std::size_t>(Metric::kCount)> kMetricKeys = {
     "iteration_time", "mfu", "hfu", "tflops_per_gpu", "hw_tflops_per_gpu", "tokens_per_gpu_s", "samples_per_s",
-    "forward_time", "backward_time", "step_time", "backward_reduce_time", "memory", "fits"};
+    "forward_time", "backward_time", "step_time", "backward_reduce_time", "host_iteration_time", "memory", "fits"};
 
 std::optional<Metric> find_metric(const std::string& key) {
   for (std::size_t i = 0; i < kMetricKeys.size(); ++i) {
@@ -255,7 +255,7 @@ std::string_view metric_key(Metric m) { return kMetricKeys[static_cast<std::size
 
 bool is_duration(Metric m) {
   return m == Metric::kIterationTime || m == Metric::kForwardTime || m == Metric::kBackwardTime ||
-         m == Metric::kStepTime || m == Metric::kBackwardReduceTime;
+         m == Metric::kStepTime || m == Metric::kBackwardReduceTime || m == Metric::kHostIterationTime;
 }
 
 

@@ -22,7 +22,9 @@
 // Metrics: iteration_time, mfu, hfu, tflops_per_gpu, hw_tflops_per_gpu, tokens_per_gpu_s, samples_per_s, forward_time,
 // backward_time, step_time (phase spans of one iteration), backward_reduce_time (of the backward, the epilogue
 // after the pass that DeepSpeed's ZeRO optimizers run, the last bucket's reduction and copies and the wait for
-// them: DeepSpeed's bwd_allreduce timer; DeepSpeed ZeRO plans without pipelines only), memory (peak bytes per device) and fits (a run that
+// them: DeepSpeed's bwd_allreduce timer; DeepSpeed ZeRO plans without pipelines only), host_iteration_time (a loop
+// timed by time.time() around forward, backward and step with no device synchronisation before the clock stops: until
+// the host returns from its last call, the device's queued tail not counted), memory (peak bytes per device) and fits (a run that
 // did or did not fit in memory). A row without measurements serves claims only.
 #include <optional>
 #include <string>
@@ -45,6 +47,9 @@ enum class Metric {
   kBackwardTime,
   kStepTime,
   kBackwardReduceTime,  ///< of the backward, its epilogue: DeepSpeed's bwd_allreduce timer
+  /// the iteration as a host clock times it without synchronising the device at its end: from its start (the device
+  /// idle) to the return of the framework's last host call, the work still queued on the device after it not counted
+  kHostIterationTime,
   kMemory,
   kFits,
   kCount

@@ -309,3 +309,34 @@ TEST(ValidationRunner, TheBackwardsEpilogueIsWhatFollowsThePass) {
   ASSERT_TRUE(none);
   EXPECT_EQ(*none, 0.0);
 }
+
+// host_iteration_time stops the clock where the host returns from its last call: on DeepSpeed ZeRO-3 over 2,048
+// ranks, after the step's wait for the gradients, before the persistent parameters' all-gathers that step() leaves
+// queued (one call each over every rank: seconds of the iteration); without partitioned parameters (ZeRO-1 on one
+// node), little after the host's step but the optimizer's kernels and the updated parameters' gather.
+TEST(ValidationRunner, AHostClockStopsWhenTheStepReturns) {
+  const auto sets = validate::load_validation_sets(std::string(SHARDSIM_SOURCE_DIR) + "/validate/data");
+  const validate::Row* row = nullptr;
+  for (const auto& set : sets) {
+    for (const auto& r : set.rows) {
+      if (set.id == "perlmutter-deepspeed-zero3" && r.id == "gpt7b-2048") row = &r;
+    }
+  }
+  ASSERT_TRUE(row);
+  const auto host = validate::predict_metric(*row->scenario, Metric::kHostIterationTime, engine::EngineKind::kAnalytical);
+  const auto device = validate::predict_metric(*row->scenario, Metric::kIterationTime, engine::EngineKind::kAnalytical);
+  const auto step = validate::predict_metric(*row->scenario, Metric::kStepTime, engine::EngineKind::kAnalytical);
+  ASSERT_TRUE(host && device && step);
+  EXPECT_LT(*host, *device - 0.5 * *step);  // most of the step's span is the queued gathers
+  EXPECT_GT(*host, *device - *step);        // the host's step() itself is counted
+  const scenario::Scenario one = scenario::parse_scenarios(R"(
+model: {preset: llama-7b, seq_len: 2048}
+cluster: {preset: dgx-h100, nodes: 1}
+plan: {zero_stage: 1, micro_batch: 1, global_batch: 8}
+)", "zero1.yaml").at(0);
+  const auto one_host = validate::predict_metric(one, Metric::kHostIterationTime, engine::EngineKind::kAnalytical);
+  const auto one_device = validate::predict_metric(one, Metric::kIterationTime, engine::EngineKind::kAnalytical);
+  ASSERT_TRUE(one_host && one_device);
+  EXPECT_LE(*one_host, *one_device);
+  EXPECT_GT(*one_host, 0.8 * *one_device);
+}
