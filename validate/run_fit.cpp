@@ -33,12 +33,6 @@ void parallel_for(std::size_t n, int threads, Fn fn) {
   for (auto& th : pool) th.join();
 }
 
-std::optional<Metric> metric_of(const std::string& key) {
-  for (int m = 0; m < static_cast<int>(Metric::kCount); ++m) {
-    if (metric_key(static_cast<Metric>(m)) == key) return static_cast<Metric>(m);
-  }
-  return std::nullopt;
-}
 
 // Predictions of every observation under parameter values `x` (nullopt where the model refuses it).
 std::vector<std::optional<double>> predict_all(const std::vector<const Observation*>& obs,
@@ -167,7 +161,7 @@ std::vector<Observation> load_runs(const std::string& path, const std::string& d
   for (std::size_t r = 0; r < csv.rows(); ++r) {
     Observation o;
     const std::string metric = csv.cell(r, *col_metric);
-    const auto m = metric_of(metric);
+    const auto m = metric_from_key(metric);
     if (!m || *m == Metric::kFits) csv.fail(r, *col_metric, fmt::format("a metric such as iteration_time (got '{}')", metric));
     o.metric = *m;
     const std::string& measured = csv.cell(r, *col_measured);

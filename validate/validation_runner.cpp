@@ -181,16 +181,12 @@ std::string format_value(Metric m, double v) {
 
 std::string signed_percent(double e) { return fmt::format("{:+.1f}%", std::fabs(e) < 5e-4 ? 0.0 : 100.0 * e); }
 
-bool is_phase(Metric m) {
-  return m == Metric::kForwardTime || m == Metric::kBackwardTime || m == Metric::kStepTime ||
-         m == Metric::kBackwardReduceTime || m == Metric::kHostIterationTime;
-}
 
 }  // namespace
 
 std::optional<double> predict_metric(const scenario::Scenario& s, Metric metric, engine::EngineKind engine,
                                      std::string* why) {
-  const Prediction p = predict(s, engine, is_phase(metric));
+  const Prediction p = predict(s, engine, needs_timings(metric));
   if (!p.ok || (!p.refused.empty() && metric != Metric::kMemory && metric != Metric::kFits)) {
     if (why) *why = p.refused;
     return std::nullopt;
@@ -230,7 +226,7 @@ ValidationReport run_validation(const std::vector<ValidationSet>& sets, engine::
     for (std::size_t i = next++; i < jobs.size(); i = next++) {
       const Row& row = *jobs[i].row;
       const bool phases =
-          std::any_of(row.measured.begin(), row.measured.end(), [](const Measured& m) { return is_phase(m.metric); });
+          std::any_of(row.measured.begin(), row.measured.end(), [](const Measured& m) { return needs_timings(m.metric); });
       if (row.scenario) {
         predictions[i] = predict(*row.scenario, engine, phases);
       } else {

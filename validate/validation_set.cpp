@@ -18,22 +18,41 @@ namespace {
 
 using scenario::ConfigNode;
 
-constexpr std::array<std::string_view, static_cast<std::size_t>(Metric::kCount)> kMetricKeys = {
-    "iteration_time", "mfu", "hfu", "tflops_per_gpu", "hw_tflops_per_gpu", "tokens_per_gpu_s", "samples_per_s",
-    "forward_time", "backward_time", "step_time", "backward_reduce_time", "host_iteration_time", "memory", "fits"};
+// Each metric's key in set files and what it is: a duration (given with a unit), and whether predicting it needs the
+// iteration's task timings (a span of one phase or of the host's work, not only the iteration's length).
+struct MetricInfo {
+  std::string_view key;
+  bool duration;
+  bool from_timings;
+};
+constexpr std::array<MetricInfo, static_cast<std::size_t>(Metric::kCount)> kMetrics = {{
+    {"iteration_time", true, false},
+    {"mfu", false, false},
+    {"hfu", false, false},
+    {"tflops_per_gpu", false, false},
+    {"hw_tflops_per_gpu", false, false},
+    {"tokens_per_gpu_s", false, false},
+    {"samples_per_s", false, false},
+    {"forward_time", true, true},
+    {"backward_time", true, true},
+    {"step_time", true, true},
+    {"backward_reduce_time", true, true},
+    {"host_iteration_time", true, true},
+    {"memory", false, false},
+    {"fits", false, false},
+}};
+const MetricInfo& info(Metric m) { return kMetrics[static_cast<std::size_t>(m)]; }
 
-std::optional<Metric> find_metric(const std::string& key) {
-  for (std::size_t i = 0; i < kMetricKeys.size(); ++i) {
-    if (kMetricKeys[i] == key) return static_cast<Metric>(i);
-  }
-  return std::nullopt;
+
+std::vector<std::string> metric_keys() {
+  std::vector<std::string> keys;
+  for (const auto& m : kMetrics) keys.emplace_back(m.key);
+  return keys;
 }
-
-std::vector<std::string> metric_keys() { return {kMetricKeys.begin(), kMetricKeys.end()}; }
 
 Metric parse_metric(const ConfigNode& n) {
   const std::string key = n.as_string();
-  if (auto m = find_metric(key)) return *m;
+  if (auto m = metric_from_key(key)) return *m;
   n.fail(fmt::format("a metric{}; one of {}", scenario::suggest(key, metric_keys()), scenario::join(metric_keys())));
 }
 
@@ -51,7 +70,7 @@ double parse_measured_value(Metric m, const ConfigNode& v) {
 std::vector<Measured> parse_measured(const ConfigNode& n) {
   std::vector<Measured> out;
   for (const auto& [key, v] : n.entries()) {
-    const auto m = find_metric(key);
+    const auto m = metric_from_key(key);
     if (!m) {
       n.fail(fmt::format("metrics as keys; '{}' is not one{}; one of {}", key, scenario::suggest(key, metric_keys()),
                          scenario::join(metric_keys())));
@@ -251,11 +270,17 @@ std::string scenario_yaml(const Row& row, const std::string& set_id) {
   return scenario::variant_yaml(*row.base, row.changes, set_id + "/" + row.id);
 }
 
-std::string_view metric_key(Metric m) { return kMetricKeys[static_cast<std::size_t>(m)]; }
+std::string_view metric_key(Metric m) { return info(m).key; }
 
-bool is_duration(Metric m) {
-  return m == Metric::kIterationTime || m == Metric::kForwardTime || m == Metric::kBackwardTime ||
-         m == Metric::kStepTime || m == Metric::kBackwardReduceTime || m == Metric::kHostIterationTime;
+bool is_duration(Metric m) { return info(m).duration; }
+
+bool needs_timings(Metric m) { return info(m).from_timings; }
+
+std::optional<Metric> metric_from_key(std::string_view key) {
+  for (std::size_t i = 0; i < kMetrics.size(); ++i) {
+    if (kMetrics[i].key == key) return static_cast<Metric>(i);
+  }
+  return std::nullopt;
 }
 
 

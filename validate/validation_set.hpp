@@ -59,6 +59,10 @@ enum class Metric {
 std::string_view metric_key(Metric m);
 /** @brief True for metrics that are durations (given with a unit in set files). */
 bool is_duration(Metric m);
+/** @brief True for metrics predicted from the iteration's task timings (phase spans, the host's last work). */
+bool needs_timings(Metric m);
+/** @brief The metric a set file's key names, if any. */
+std::optional<Metric> metric_from_key(std::string_view key);
 
 struct Measured {
   Metric metric = Metric::kIterationTime;
