@@ -33,7 +33,6 @@ void parallel_for(std::size_t n, int threads, Fn fn) {
   for (auto& th : pool) th.join();
 }
 
-
 // Predictions of every observation under parameter values `x` (nullopt where the model refuses it).
 std::vector<std::optional<double>> predict_all(const std::vector<const Observation*>& obs,
                                                const std::vector<std::string>& names, const std::vector<double>& x,

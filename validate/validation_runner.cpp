@@ -87,17 +87,10 @@ void phase_times(const scenario::Evaluation& ev, Prediction& p) {
   }
   p.value[static_cast<std::size_t>(Metric::kBackwardReduceTime)] = epilogue;
   p.value[static_cast<std::size_t>(Metric::kStepTime)] = ev.run.iteration_time.value() - last_backward;
-  // A host clock stopped without synchronising the device stops when the framework's thread returns from its last
-  // call (its last task, which waits where the framework synchronises: the step's wait for the gradients); a plan
-  // whose host does no modelled work waits for the device.
-  double host_end = -1.0;
-  for (std::size_t t = 0; t < tasks.size(); ++t) {
-    if (tasks[t].role == 0 && tasks[t].stream == graph::Stream::kHostCpu) {
-      host_end = std::max(host_end, ev.run.timings[t].end_s);
-    }
-  }
+  // A host clock stopped without synchronising the device reads the framework thread's return from its last call;
+  // a plan whose host does no modelled work waits for the device.
   p.value[static_cast<std::size_t>(Metric::kHostIterationTime)] =
-      host_end >= 0.0 ? host_end : ev.run.iteration_time.value();
+      engine::host_returns_s(ev.graph, ev.run).value_or(ev.run.iteration_time.value());
 }
 
 Prediction predict(const scenario::Scenario& row_scenario, engine::EngineKind engine, bool need_phases) {
@@ -180,7 +173,6 @@ std::string format_value(Metric m, double v) {
 }
 
 std::string signed_percent(double e) { return fmt::format("{:+.1f}%", std::fabs(e) < 5e-4 ? 0.0 : 100.0 * e); }
-
 
 }  // namespace
 

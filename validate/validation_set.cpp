@@ -43,7 +43,6 @@ constexpr std::array<MetricInfo, static_cast<std::size_t>(Metric::kCount)> kMetr
 }};
 const MetricInfo& info(Metric m) { return kMetrics[static_cast<std::size_t>(m)]; }
 
-
 std::vector<std::string> metric_keys() {
   std::vector<std::string> keys;
   for (const auto& m : kMetrics) keys.emplace_back(m.key);
@@ -282,7 +281,6 @@ std::optional<Metric> metric_from_key(std::string_view key) {
   }
   return std::nullopt;
 }
-
 
 double percentile(std::vector<double> v, double q) {
   if (v.empty()) return 0.0;

@@ -49,6 +49,7 @@ enum class Metric {
   kBackwardReduceTime,  ///< of the backward, its epilogue: DeepSpeed's bwd_allreduce timer
   /// the iteration as a host clock times it without synchronising the device at its end: from its start (the device
   /// idle) to the return of the framework's last host call, the work still queued on the device after it not counted
+  /// (for frameworks that wait for the device inside the iteration, as DeepSpeed's step() does: engine::host_returns_s)
   kHostIterationTime,
   kMemory,
   kFits,

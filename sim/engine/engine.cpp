@@ -1,5 +1,7 @@
 #include "sim/engine/engine.hpp"
 
+#include <algorithm>
+
 #include "sim/engine/analytical_engine.hpp"
 #include "sim/engine/simgrid_engine.hpp"
 
@@ -21,6 +23,17 @@ std::unique_ptr<Engine> create_engine(EngineKind kind, const core::ClusterSpec& 
     return std::make_unique<SimGridEngine>(cluster, algorithm, sg);
   }
   return std::make_unique<AnalyticalEngine>(cluster, algorithm);
+}
+
+std::optional<double> host_returns_s(const graph::TaskGraph& g, const RunResult& r, std::uint16_t role) {
+  const auto& tasks = g.tasks();
+  if (r.timings.size() != tasks.size()) return std::nullopt;
+  std::optional<double> end;
+  for (std::size_t t = 0; t < tasks.size(); ++t) {
+    if (tasks[t].role != role || tasks[t].stream != graph::Stream::kHostCpu) continue;
+    end = std::max(end.value_or(0.0), r.timings[t].end_s);
+  }
+  return end;
 }
 
 }  // namespace shardsim::engine

@@ -4,6 +4,7 @@
 // per network level, and the memory timeline's peak when it was tracked.
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -86,5 +87,13 @@ struct RunResult {
   std::vector<std::vector<MemorySample>> memory;  ///< per role, when tracked
   NetworkReport network;                         ///< SimGrid engine only
 };
+
+/** @brief When the framework's thread of `role` returns from its last call (the end of its last task on
+ *  graph::Stream::kHostCpu, which waits where the framework synchronises, as DeepSpeed's step() waits for the
+ *  gradients): what a host clock stopped there without synchronising the device reads, the work still queued on the
+ *  device not counted. It says what such a clock reads only where the framework waits for its device inside the
+ *  iteration; a thread that never waits runs ahead of its device, by as much as the launch queue lets it in a real
+ *  loop. nullopt where the run kept no timings or the role's host does no modelled work. */
+std::optional<double> host_returns_s(const graph::TaskGraph& g, const RunResult& r, std::uint16_t role = 0);
 
 }  // namespace shardsim::engine
