@@ -597,6 +597,8 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
     // one rank still lays each unit's gradients out for its reduce-scatter.
     const bool reduce_now = !bf16_optimizer && (n > 1 || plan.offload.optimizer || (fsdp && hooked)) &&
                             (sh.grads > 1 || mb == micros - 1 || fsdp || (ds_stage3 && plan.offload.optimizer));
+    // Whether the backward's hooks reduce the buckets as they fill (plan.overlap_sync_grad), or the step after it.
+    const bool hooks_reduce = reduce_now && plan.overlap_sync_grad;
     // The backward's gathers in the order the host issues them: the hooks of unit v fetch the units down to
     // v - ahead (before v's backward is launched and its gradients are reduced), each once the compute `ahead`
     // units before it has freed its place (the live-parameter bound).
@@ -637,7 +639,7 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
       if (!ds_copy_sync) issue_backward_gathers(u);
       const std::optional<TaskId> ready = bwd_ready[static_cast<std::size_t>(u)];
       TaskId wait_on = 0;
-      const bool must_wait = reduce_now && buckets.must_wait(wait_on);
+      const bool must_wait = hooks_reduce && buckets.must_wait(wait_on);
       BackwardWaits waits;
       waits.add(h);
       waits.add(ready);
@@ -648,8 +650,16 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
       release_unit_activations(g, costs, u, b);
       bwd_compute[static_cast<std::size_t>(u)] = b;
       add_tp(u, mb, c.tp_allreduces);
-      if (reduce_now) {
+      if (hooks_reduce) {
         buckets.add(b, fills_of(static_cast<std::size_t>(u)), u, mb, u == 0);
+        if (buckets.flushed() && emitted_from < g.size()) g.mark_epilogue(role, mb, emitted_from);
+      }
+    }
+    if (reduce_now && !hooks_reduce) {
+      // No reduction hook (plan.overlap_sync_grad off): the step reduces the buckets one after another once the pass
+      // is over, the same buckets filled in the backward's order.
+      for (int u = units - 1; u >= 0; --u) {
+        buckets.add(bwd_compute[0], fills_of(static_cast<std::size_t>(u)), u, mb, u == 0);
         if (buckets.flushed() && emitted_from < g.size()) g.mark_epilogue(role, mb, emitted_from);
       }
     }

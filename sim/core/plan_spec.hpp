@@ -250,6 +250,13 @@ struct PlanSpec {
   bool overlap_sync_param = false;
   /// how that sync runs: DeepSpeed's all-gather or InternEvo's broadcast per owner (ParamSync)
   ParamSync param_sync = ParamSync::kAllGather;
+  /// InternEvo's hybrid_zero_optimizer.overlap_sync_grad: the backward's hooks reduce each gradient bucket as it
+  /// fills, beside the rest of the backward (on: InternEvo's configs and what DeepSpeed's ZeRO optimizers do). Off:
+  /// no hook is attached and step() reduces the buckets one after another once the pass is over
+  /// (InternLM/InternEvo@c628a8c internlm/solver/optimizer/hybrid_zero_optim.py step(): "if not overlapping
+  /// communication (no reduction hook is attached) we need to manually reduce these gradients"), none of them
+  /// beside the backward.
+  bool overlap_sync_grad = true;
   /// Megatron's pipeline exchanges end in torch.cuda.synchronize(), so a stage's framework thread waits for its GPU
   /// at each exchange (batch_p2p_comm with batch_p2p_sync: Megatron-LM before Megatron-Core and Megatron-DeepSpeed
   /// always; Megatron-Core where batch_p2p_comm is on, NVIDIA/Megatron-LM@core_v0.9.0

@@ -83,6 +83,7 @@ std::string plan_line(const scenario::Scenario& s, const scenario::Evaluation& e
                      core::cross_entropy_name(p.loss_kernel())) +
          (p.reduce_scatter ? "" : ", reduce_scatter off (gradient buckets all-reduced)") +
          (p.overlap_sync_param ? ", parameter sync overlapped with the next forward" : "") +
+         (p.overlap_sync_grad ? "" : ", gradients reduced after the backward (overlap_sync_grad off)") +
          (p.param_sync == core::ParamSync::kBroadcast ? ", parameters synced by a broadcast per owner (InternEvo)" : "") +
          (p.pp > 1 && p.framework == core::Framework::kMegatron && !p.p2p_sync ? ", pipeline exchanges asynchronous" : "") +
          (p.tp_comm_overlap ? ", TP exchanges overlapped with the GEMMs (userbuffers)" : "");
@@ -630,6 +631,7 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
                {"overlap_comm", p.overlaps_comm()},
                {"reduce_scatter", p.reduce_scatter},
                {"overlap_sync_param", p.overlap_sync_param},
+               {"overlap_sync_grad", p.overlap_sync_grad},
                {"param_sync", core::kParamSyncNames[static_cast<std::size_t>(p.param_sync)]},
                {"p2p_sync", p.p2p_sync},
                {"tp_comm_overlap", p.tp_comm_overlap},

@@ -384,6 +384,10 @@ DeepSpeedExport deepspeed_config_of(const Scenario& s) {
     out.notes.push_back("param_sync: broadcast: InternEvo's sync of the updated parameters, a broadcast per owner; "
                         "DeepSpeed all-gathers them (no config key)");
   }
+  if (!p.overlap_sync_grad) {
+    out.notes.push_back("overlap_sync_grad: false: InternEvo's gradient reductions after the backward pass, which "
+                        "DeepSpeed does not ship (no config key): its hooks reduce each bucket during the pass");
+  }
   if (p.overlap_sync_param) {
     out.notes.push_back("overlap_sync_param: InternEvo's overlap of the updated parameters' sync with the next "
                         "forward, which DeepSpeed does not ship (no config key): its step ends with the sync");

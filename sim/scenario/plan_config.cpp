@@ -32,7 +32,7 @@ core::PlanSpec parse_plan(const ConfigNode& n, PlanDeferred& later) {
                 "model_persistence_threshold", "ddp_bucket",
                 "overlap_comm",
                 "use_multi_rank_bucket_allreduce", "reduce_scatter",
-                "flash_attention", "attention_kernel", "launch_blocking", "overlap_sync_param", "param_sync", "p2p_sync", "tp_comm_overlap", "grad_accum_dtype", "collective_algorithm", "workspace",
+                "flash_attention", "attention_kernel", "launch_blocking", "overlap_sync_param", "overlap_sync_grad", "param_sync", "p2p_sync", "tp_comm_overlap", "grad_accum_dtype", "collective_algorithm", "workspace",
                 "partition", "mics_shard_size",
                 "zero_hpz_partition_size", "zero_quantized_weights", "zero_quantized_gradients",
                 "quantization_block", "qgz_hops", "hierarchy", "virtual_stages", "sequence_parallel",
@@ -79,6 +79,10 @@ core::PlanSpec parse_plan(const ConfigNode& n, PlanDeferred& later) {
   if (auto v = n.find("overlap_sync_param")) {
     p.overlap_sync_param = v->as_bool();
     later.overlap_sync_param = v;
+  }
+  if (auto v = n.find("overlap_sync_grad")) {
+    p.overlap_sync_grad = v->as_bool();
+    later.overlap_sync_grad = v;
   }
   if (auto v = n.find("param_sync")) {
     p.param_sync = named<core::ParamSync>(*v, core::kParamSyncNames);
@@ -437,6 +441,16 @@ void resolve_plan(Scenario& s, const ConfigNode& root, const PlanDeferred& later
     }
     if (p.pp > 1) {
       later.overlap_sync_param->fail("overlap_sync_param is not modelled with pipeline parallelism");
+    }
+  }
+  if (later.overlap_sync_grad && !p.overlap_sync_grad) {
+    // The key moves the gradient reductions after the pass: a plan that reduces none, or a pipeline's, would not change.
+    if (p.pp > 1) later.overlap_sync_grad->fail("overlap_sync_grad is not modelled with pipeline parallelism");
+    if (p.framework != core::Framework::kDeepSpeed) {
+      later.overlap_sync_grad->fail(fmt::format(
+          "overlap_sync_grad is InternEvo's hybrid ZeRO optimizer's (modelled on framework deepspeed's ZeRO "
+          "lowering); framework {} reduces its gradients its own way",
+          core::framework_name(p.framework)));
     }
   }
   if (later.param_sync && p.param_sync == core::ParamSync::kBroadcast) {

@@ -662,6 +662,7 @@ std::string plan_to_yaml(const core::PlanSpec& p, const core::ClusterSpec& clust
   if (p.overlap_comm) o += fmt::format("overlap_comm: {}\n", *p.overlap_comm);
   if (p.launch_blocking) o += "launch_blocking: true\n";
   if (p.overlap_sync_param) o += "overlap_sync_param: true\n";
+  if (!p.overlap_sync_grad) o += "overlap_sync_grad: false\n";
   if (p.param_sync == core::ParamSync::kBroadcast) o += "param_sync: broadcast\n";
   if (!p.p2p_sync) o += "p2p_sync: false\n";
   if (p.tp_comm_overlap) o += "tp_comm_overlap: true\n";

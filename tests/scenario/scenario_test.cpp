@@ -604,6 +604,23 @@ TEST(ScenarioPlan, OverlapSyncParamNeedsASyncAfterTheStep) {
   expect_error(base + "  overlap_sync_param: 3\n", {5, 23, "plan.overlap_sync_param", "true or false"});
 }
 
+// InternEvo's overlap_sync_grad: on by default (the hooks reduce each bucket as it fills); off, the step reduces them
+// after the pass. Refused with pipelines and with another framework's lowering; it round-trips through the scenario
+// file.
+TEST(ScenarioPlan, OverlapSyncGradIsInternEvosHookedReduction) {
+  const std::string base = "model: llama2-7b\ncluster: {preset: dgx-h100, nodes: 2}\nplan:\n  zero_stage: 1\n";
+  EXPECT_TRUE(parse_scenarios(base, "s.yaml").at(0).plan.overlap_sync_grad);
+  const auto s = parse_scenarios(base + "  overlap_sync_grad: false\n", "s.yaml").at(0);
+  EXPECT_FALSE(s.plan.overlap_sync_grad);
+  const std::string file = (std::filesystem::temp_directory_path() / "shardsim_overlap_sync_grad.yaml").string();
+  std::ofstream(file) << base << "  overlap_sync_grad: false\n";
+  EXPECT_FALSE(parse_scenarios(scenario_with_plan(file, s.plan, s.cluster, "copy"), file).at(0).plan.overlap_sync_grad);
+  expect_error(base + "  overlap_sync_grad: false\n  pp: 2\n", {5, 22, "plan.overlap_sync_grad", "pipeline"});
+  expect_error(replace(base, "zero_stage: 1", "framework: fsdp") + "  overlap_sync_grad: false\n",
+               {5, 22, "plan.overlap_sync_grad", "framework fsdp"});
+  expect_error(base + "  overlap_sync_grad: 0.5\n", {5, 22, "plan.overlap_sync_grad", "true or false"});
+}
+
 // p2p_sync: whether Megatron's pipeline exchanges synchronise the device (on by default, as Megatron-LM before
 // Megatron-Core); off for Megatron-Core's overlapped exchanges; written back when off; framework megatron's alone.
 TEST(ScenarioPlan, P2pSyncIsMegatronsPipelineExchange) {

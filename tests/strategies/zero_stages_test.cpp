@@ -3,9 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <optional>
+#include <tuple>
 
 #include "sim/engine/analytical_engine.hpp"
 #include "strategies/lowering_common.hpp"
@@ -104,6 +106,41 @@ TEST(ZeroStages, OverlapDefaultsAsDeepSpeed) {
     p.overlap_comm = true;
     EXPECT_TRUE(p.overlaps_comm());
   }
+}
+
+// InternEvo's overlap_sync_grad off: no hook reduces a bucket during the pass, so every gradient reduction starts once
+// the last backward is done, and the same buckets are reduced (as many calls, as many bytes); on (the default) the
+// first buckets are reduced beside the backward.
+TEST(ZeroStages, WithoutReductionHooksTheStepReducesAfterThePass) {
+  auto run = [](bool hooked) {
+    Lowered s(2, 1, 8, 64e6);
+    s.plan.overlap_comm = true;
+    s.plan.overlap_sync_grad = hooked;
+    s.g = graph::TaskGraph();
+    PartitionedStrategy().lower(LoweringInput{s.model, s.cluster, s.plan, s.costs}, s.g);
+    engine::AnalyticalEngine eng(s.cluster, core::CollectiveAlgorithm::kRing);
+    const auto r = eng.run(s.g);
+    double last_backward = 0.0, first_reduction = 1e30;
+    int calls = 0;
+    for (std::size_t t = 0; t < s.g.tasks().size(); ++t) {
+      const auto& task = s.g.tasks()[t];
+      if (task.kind == TaskKind::kCompute && task.phase == graph::Phase::kBackward) {
+        last_backward = std::max(last_backward, r.timings[t].end_s);
+      }
+      if (task.kind == TaskKind::kCollective && task.purpose == Purpose::kGradReduce) {
+        first_reduction = std::min(first_reduction, r.timings[t].start_s);
+        calls += static_cast<int>(task.calls);
+      }
+    }
+    return std::tuple{first_reduction - last_backward, calls, s.bytes_sent()};
+  };
+  const auto [hooked_lead, hooked_calls, hooked_bytes] = run(true);
+  const auto [after_lead, after_calls, after_bytes] = run(false);
+  EXPECT_LT(hooked_lead, 0.0);  // reductions start beside the backward
+  EXPECT_GE(after_lead, 0.0);   // none before it is over
+  EXPECT_GT(hooked_calls, 1);
+  EXPECT_EQ(after_calls, hooked_calls);
+  EXPECT_NEAR(after_bytes / hooked_bytes, 1.0, 1e-9);
 }
 
 TEST(ZeroStages, GradientAccumulationReducesWhereDeepSpeedDoes) {
