@@ -57,6 +57,14 @@ std::string replace(std::string text, const std::string& from, const std::string
   return text.replace(pos, from.size(), to);
 }
 
+// `s` written back by scenario_with_plan into a copy of the scenario file `yaml` (in the temporary folder, named after
+// `stem`) and read again.
+Scenario written_back(const std::string& yaml, const Scenario& s, const std::string& stem) {
+  const std::string file = (std::filesystem::temp_directory_path() / ("shardsim_" + stem + ".yaml")).string();
+  std::ofstream(file) << yaml;
+  return parse_scenarios(scenario_with_plan(file, s.plan, s.cluster, "copy"), file).at(0);
+}
+
 TEST(Scenario, GoodScenarioResolvesDerivedValues) {
   const auto all = parse_scenarios(kGood, "s.yaml");
   ASSERT_EQ(all.size(), 1u);
@@ -511,9 +519,7 @@ TEST(ScenarioPlan, GradAccumDtypeAndLaunchBlocking) {
   ASSERT_TRUE(s.plan.grad_accum_dtype.has_value());
   EXPECT_EQ(*s.plan.grad_accum_dtype, core::Dtype::kFp32);
   EXPECT_TRUE(s.plan.launch_blocking);
-  const std::string file = (std::filesystem::temp_directory_path() / "shardsim_grad_accum.yaml").string();
-  std::ofstream(file) << base << "  grad_accum_dtype: fp32\n  launch_blocking: true\n";
-  const Scenario back = parse_scenarios(scenario_with_plan(file, s.plan, s.cluster, "copy"), file).at(0);
+  const Scenario back = written_back(base + "  grad_accum_dtype: fp32\n  launch_blocking: true\n", s, "grad_accum");
   EXPECT_EQ(back.plan.grad_accum_dtype, s.plan.grad_accum_dtype);
   EXPECT_TRUE(back.plan.launch_blocking);
   EXPECT_EQ(evaluate(back).run.iteration_time.value(), evaluate(s).run.iteration_time.value());
@@ -532,9 +538,7 @@ TEST(ScenarioPlan, ModelPersistenceThreshold) {
   const auto s = parse_scenarios(base + "  model_persistence_threshold: 100kB\n", "s.yaml").at(0);
   ASSERT_TRUE(s.plan.model_persistence_threshold.has_value());
   EXPECT_DOUBLE_EQ(s.plan.model_persistence_threshold->value(), 1e5);
-  const std::string file = (std::filesystem::temp_directory_path() / "shardsim_model_persistence.yaml").string();
-  std::ofstream(file) << base << "  model_persistence_threshold: 100kB\n";
-  const Scenario back = parse_scenarios(scenario_with_plan(file, s.plan, s.cluster, "copy"), file).at(0);
+  const Scenario back = written_back(base + "  model_persistence_threshold: 100kB\n", s, "model_persistence");
   ASSERT_TRUE(back.plan.model_persistence_threshold.has_value());
   EXPECT_DOUBLE_EQ(back.plan.model_persistence_threshold->value(), 1e5);
   expect_error(base + "  model_persistence_threshold: -1kB\n", {5, 32, "plan.model_persistence_threshold", "non-negative"});
@@ -548,9 +552,7 @@ TEST(ScenarioPlan, ReduceScatterIsDeepSpeedsZeroKey) {
   EXPECT_FALSE(s.plan.reduce_scatter);
   EXPECT_TRUE(s.plan.reduces_buckets_by_all_reduce());
   EXPECT_TRUE(parse_scenarios(base, "s.yaml").at(0).plan.reduce_scatter);
-  const std::string file = (std::filesystem::temp_directory_path() / "shardsim_reduce_scatter.yaml").string();
-  std::ofstream(file) << base << "  reduce_scatter: false\n";
-  EXPECT_FALSE(parse_scenarios(scenario_with_plan(file, s.plan, s.cluster, "copy"), file).at(0).plan.reduce_scatter);
+  EXPECT_FALSE(written_back(base + "  reduce_scatter: false\n", s, "reduce_scatter").plan.reduce_scatter);
   expect_error(base + "  reduce_scatter: false\n  framework: fsdp\n", {5, 19, "plan.reduce_scatter", "framework fsdp"});
   expect_error(replace(base, "zero_stage: 3", "zero_stage: 0") + "  reduce_scatter: false\n",
                {5, 19, "plan.reduce_scatter", "zero_stage 0"});
@@ -577,9 +579,7 @@ TEST(ScenarioPlan, ParamSyncIsAnAllGatherOrABroadcastPerOwner) {
   EXPECT_EQ(parse_scenarios(base, "s.yaml").at(0).plan.param_sync, core::ParamSync::kAllGather);
   const auto s = parse_scenarios(base + "  param_sync: broadcast\n", "s.yaml").at(0);
   EXPECT_EQ(s.plan.param_sync, core::ParamSync::kBroadcast);
-  const std::string file = (std::filesystem::temp_directory_path() / "shardsim_param_sync.yaml").string();
-  std::ofstream(file) << base << "  param_sync: broadcast\n";
-  EXPECT_EQ(parse_scenarios(scenario_with_plan(file, s.plan, s.cluster, "copy"), file).at(0).plan.param_sync,
+  EXPECT_EQ(written_back(base + "  param_sync: broadcast\n", s, "param_sync").plan.param_sync,
             core::ParamSync::kBroadcast);
   expect_error(replace(base, "zero_stage: 1", "zero_stage: 3") + "  param_sync: broadcast\n",
                {5, 15, "plan.param_sync", "no such sync"});
@@ -595,9 +595,7 @@ TEST(ScenarioPlan, OverlapSyncParamNeedsASyncAfterTheStep) {
   const auto s = parse_scenarios(base + "  overlap_sync_param: true\n", "s.yaml").at(0);
   EXPECT_TRUE(s.plan.overlap_sync_param);
   EXPECT_FALSE(parse_scenarios(base, "s.yaml").at(0).plan.overlap_sync_param);
-  const std::string file = (std::filesystem::temp_directory_path() / "shardsim_overlap_sync_param.yaml").string();
-  std::ofstream(file) << base << "  overlap_sync_param: true\n";
-  EXPECT_TRUE(parse_scenarios(scenario_with_plan(file, s.plan, s.cluster, "copy"), file).at(0).plan.overlap_sync_param);
+  EXPECT_TRUE(written_back(base + "  overlap_sync_param: true\n", s, "overlap_sync_param").plan.overlap_sync_param);
   expect_error(replace(base, "zero_stage: 1", "zero_stage: 3") + "  overlap_sync_param: true\n",
                {5, 23, "plan.overlap_sync_param", "nothing to gather after the step"});
   expect_error(base + "  overlap_sync_param: true\n  pp: 2\n", {5, 23, "plan.overlap_sync_param", "pipeline"});
@@ -612,9 +610,7 @@ TEST(ScenarioPlan, OverlapSyncGradIsInternEvosHookedReduction) {
   EXPECT_TRUE(parse_scenarios(base, "s.yaml").at(0).plan.overlap_sync_grad);
   const auto s = parse_scenarios(base + "  overlap_sync_grad: false\n", "s.yaml").at(0);
   EXPECT_FALSE(s.plan.overlap_sync_grad);
-  const std::string file = (std::filesystem::temp_directory_path() / "shardsim_overlap_sync_grad.yaml").string();
-  std::ofstream(file) << base << "  overlap_sync_grad: false\n";
-  EXPECT_FALSE(parse_scenarios(scenario_with_plan(file, s.plan, s.cluster, "copy"), file).at(0).plan.overlap_sync_grad);
+  EXPECT_FALSE(written_back(base + "  overlap_sync_grad: false\n", s, "overlap_sync_grad").plan.overlap_sync_grad);
   expect_error(base + "  overlap_sync_grad: false\n  pp: 2\n", {5, 22, "plan.overlap_sync_grad", "pipeline"});
   expect_error(replace(base, "zero_stage: 1", "framework: fsdp") + "  overlap_sync_grad: false\n",
                {5, 22, "plan.overlap_sync_grad", "framework fsdp"});
@@ -628,9 +624,7 @@ TEST(ScenarioPlan, P2pSyncIsMegatronsPipelineExchange) {
   EXPECT_TRUE(parse_scenarios(base, "s.yaml").at(0).plan.p2p_sync);
   const auto s = parse_scenarios(base + "  p2p_sync: false\n", "s.yaml").at(0);
   EXPECT_FALSE(s.plan.p2p_sync);
-  const std::string file = (std::filesystem::temp_directory_path() / "shardsim_p2p_sync.yaml").string();
-  std::ofstream(file) << base << "  p2p_sync: false\n";
-  EXPECT_FALSE(parse_scenarios(scenario_with_plan(file, s.plan, s.cluster, "copy"), file).at(0).plan.p2p_sync);
+  EXPECT_FALSE(written_back(base + "  p2p_sync: false\n", s, "p2p_sync").plan.p2p_sync);
   expect_error(replace(base, "framework: megatron", "framework: deepspeed") + "  p2p_sync: false\n",
                {6, 13, "plan.p2p_sync", "framework megatron"});
   expect_error(base + "  p2p_sync: maybe\n", {6, 13, "plan.p2p_sync", "true or false"});
@@ -664,9 +658,7 @@ TEST(ScenarioPlan, TpCommOverlapRunsTheExchangesBesideTheGemms) {
   EXPECT_LT(b.run.iteration_time.value(), a.run.iteration_time.value());
   EXPECT_LT(b.run.roles[0].exposed_by_purpose[static_cast<std::size_t>(graph::Purpose::kTensorParallel)].value(),
             0.5 * a.run.roles[0].exposed_by_purpose[static_cast<std::size_t>(graph::Purpose::kTensorParallel)].value());
-  const std::string file = (std::filesystem::temp_directory_path() / "shardsim_tp_comm_overlap.yaml").string();
-  std::ofstream(file) << base << "  tp_comm_overlap: true\n";
-  EXPECT_TRUE(parse_scenarios(scenario_with_plan(file, over.plan, over.cluster, "copy"), file).at(0).plan.tp_comm_overlap);
+  EXPECT_TRUE(written_back(base + "  tp_comm_overlap: true\n", over, "tp_comm_overlap").plan.tp_comm_overlap);
   expect_error(replace(base, "  sequence_parallel: true\n", "") + "  tp_comm_overlap: true\n",
                {9, 20, "plan.tp_comm_overlap", "sequence_parallel"});
 }
@@ -681,10 +673,8 @@ TEST(ScenarioPlan, AttentionKernelChoosesFlashAttentionsKernels) {
       parse_scenarios(base + "  flash_attention: true\n  attention_kernel: triton\n", "s.yaml").at(0);
   EXPECT_EQ(triton.plan.attention_kernel, core::AttentionKernel::kTriton);
   EXPECT_GT(evaluate(triton).run.iteration_time.value(), evaluate(fa2).run.iteration_time.value());
-  const std::string file = (std::filesystem::temp_directory_path() / "shardsim_attention_kernel.yaml").string();
-  std::ofstream(file) << base << "  flash_attention: true\n  attention_kernel: triton\n";
-  EXPECT_EQ(parse_scenarios(scenario_with_plan(file, triton.plan, triton.cluster, "copy"), file).at(0).plan.attention_kernel,
-            core::AttentionKernel::kTriton);
+  const std::string triton_file = base + "  flash_attention: true\n  attention_kernel: triton\n";
+  EXPECT_EQ(written_back(triton_file, triton, "attention_kernel").plan.attention_kernel, core::AttentionKernel::kTriton);
   // A device's Triton rates given in the scenario make the file their source.
   const auto own = parse_scenarios(replace(base, "nodes: 1}", "nodes: 1, device: {triton_attention_efficiency: 0.3}}"),
                                    "mine.yaml")
@@ -710,8 +700,7 @@ TEST(ScenarioPlan, AttentionKernelChoosesFlashAttentionsKernels) {
   EXPECT_EQ(mine.cluster.device.attention_source(core::AttentionKernel::kCudnn), "mine.yaml");
   EXPECT_NEAR(mine.cluster.device.attention_rates(core::AttentionKernel::kCudnn).forward,
               1.2 * mine.cluster.device.attention_rates(core::AttentionKernel::kFlash2).forward, 1e-12);
-  EXPECT_EQ(parse_scenarios(scenario_with_plan(file, cudnn.plan, cudnn.cluster, "copy"), file).at(0).plan.attention_kernel,
-            core::AttentionKernel::kCudnn);
+  EXPECT_EQ(written_back(triton_file, cudnn, "attention_kernel").plan.attention_kernel, core::AttentionKernel::kCudnn);
   expect_error(replace(base, "nodes: 1}", "nodes: 1, device: {cudnn_attention_speedup: 40}}"),
                {2, 73, "cluster.device.cudnn_attention_speedup", "speed-up"});
 }
@@ -785,9 +774,7 @@ TEST(ScenarioPlan, ModelCodeIsNotTheFramework) {
     return evaluate(sc).run.iteration_time.value();
   };
   EXPECT_LT(blocking(meg), blocking(hf));
-  const std::string file = (std::filesystem::temp_directory_path() / "shardsim_model_code.yaml").string();
-  std::ofstream(file) << base << "  model_code: megatron\n";
-  EXPECT_TRUE(parse_scenarios(scenario_with_plan(file, meg.plan, meg.cluster, "copy"), file).at(0).plan.megatron_model_code());
+  EXPECT_TRUE(written_back(base + "  model_code: megatron\n", meg, "model_code").plan.megatron_model_code());
   expect_error(base + "  model_code: torch\n", {5, 15, "plan.model_code", "megatron"});
 }
 
@@ -801,9 +788,7 @@ TEST(ScenarioPlan, SharedDpGroupDefaultsToTheFrameworksGroupsAndRoundTrips) {
   const Scenario off = parse_scenarios(base + "  model_code: megatron\n  shared_dp_group: false\n", "s.yaml").at(0);
   EXPECT_FALSE(off.plan.shares_dp_group());
   EXPECT_TRUE(parse_scenarios(base + "  shared_dp_group: true\n", "s.yaml").at(0).plan.shares_dp_group());
-  const std::string file = (std::filesystem::temp_directory_path() / "shardsim_shared_dp_group.yaml").string();
-  std::ofstream(file) << base;
-  EXPECT_FALSE(parse_scenarios(scenario_with_plan(file, off.plan, off.cluster, "copy"), file).at(0).plan.shares_dp_group());
+  EXPECT_FALSE(written_back(base, off, "shared_dp_group").plan.shares_dp_group());
   expect_error(base + "  shared_dp_group: sometimes\n", {5, 20, "plan.shared_dp_group", "true or false"});
 }
 
