@@ -599,6 +599,11 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
                             (sh.grads > 1 || mb == micros - 1 || fsdp || (ds_stage3 && plan.offload.optimizer));
     // Whether the backward's hooks reduce the buckets as they fill (plan.overlap_sync_grad), or the step after it.
     const bool hooks_reduce = reduce_now && plan.overlap_sync_grad;
+    // Unit u's gradients into the buckets, ready when `producer` ends; the pass's last unit flushes the last bucket.
+    auto reduce_unit = [&](TaskId producer, int u) {
+      buckets.add(producer, fills_of(static_cast<std::size_t>(u)), u, mb, u == 0);
+      if (buckets.flushed() && emitted_from < g.size()) g.mark_epilogue(role, mb, emitted_from);
+    };
     // The backward's gathers in the order the host issues them: the hooks of unit v fetch the units down to
     // v - ahead (before v's backward is launched and its gradients are reduced), each once the compute `ahead`
     // units before it has freed its place (the live-parameter bound).
@@ -650,18 +655,12 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
       release_unit_activations(g, costs, u, b);
       bwd_compute[static_cast<std::size_t>(u)] = b;
       add_tp(u, mb, c.tp_allreduces);
-      if (hooks_reduce) {
-        buckets.add(b, fills_of(static_cast<std::size_t>(u)), u, mb, u == 0);
-        if (buckets.flushed() && emitted_from < g.size()) g.mark_epilogue(role, mb, emitted_from);
-      }
+      if (hooks_reduce) reduce_unit(b, u);
     }
     if (reduce_now && !hooks_reduce) {
       // No reduction hook (plan.overlap_sync_grad off): the step reduces the buckets one after another once the pass
       // is over, the same buckets filled in the backward's order.
-      for (int u = units - 1; u >= 0; --u) {
-        buckets.add(bwd_compute[0], fills_of(static_cast<std::size_t>(u)), u, mb, u == 0);
-        if (buckets.flushed() && emitted_from < g.size()) g.mark_epilogue(role, mb, emitted_from);
-      }
+      for (int u = units - 1; u >= 0; --u) reduce_unit(bwd_compute[0], u);
     }
     if (bf16_optimizer) {
       // update_hp_grads: every gradient cast and added into its fp32 accumulator, on the compute stream.
