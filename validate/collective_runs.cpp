@@ -3,11 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <map>
 #include <optional>
 #include <sstream>
+#include <string_view>
+#include <utility>
 
 #include "sim/engine/collective_cost.hpp"
 #include "sim/scenario/config_node.hpp"
@@ -26,21 +29,46 @@ bool is_number(const std::string& s) {
   return end == s.c_str() + s.size();
 }
 
+// The collectives shardsim models, as the command line names them (--op) and nccl-tests / rccl-tests name their
+// binaries: NAME_perf.
+constexpr std::array<std::pair<std::string_view, graph::CollectiveOp>, 6> kOps = {{
+    {"all_reduce", graph::CollectiveOp::kAllReduce},
+    {"all_gather", graph::CollectiveOp::kAllGather},
+    {"reduce_scatter", graph::CollectiveOp::kReduceScatter},
+    {"alltoall", graph::CollectiveOp::kAllToAll},
+    {"sendrecv", graph::CollectiveOp::kSendRecv},
+    {"broadcast", graph::CollectiveOp::kBroadcast},
+}};
+
+std::optional<graph::CollectiveOp> op_named(std::string_view name) {
+  for (const auto& [key, op] : kOps) {
+    if (key == name) return op;
+  }
+  return std::nullopt;
+}
+
+// The modelled collectives' names joined by `sep`, the last two by `last` ("a, b and c"; "a|b|c").
+std::string op_names(std::string_view sep, std::string_view last) {
+  std::string o;
+  for (std::size_t i = 0; i < kOps.size(); ++i) {
+    if (i > 0) o += i + 1 == kOps.size() ? last : sep;
+    o += kOps[i].first;
+  }
+  return o;
+}
+
+bool ends_with(std::string_view s, std::string_view tail) {
+  return s.size() > tail.size() && s.substr(s.size() - tail.size()) == tail;
+}
+
 // The collective a nccl-tests / rccl-tests binary runs ("all_reduce_perf" -> all-reduce); nullopt for the tests
 // shardsim does not model (reduce, gather, scatter, hypercube).
-std::optional<graph::CollectiveOp> nccl_test_op(const std::string& name) {
+std::optional<graph::CollectiveOp> nccl_test_op(std::string_view test) {
   // nccl-tests built with MPI=1 NAME_SUFFIX=_mpi names its binaries all_reduce_perf_mpi and so on.
-  constexpr std::string_view kMpi = "_mpi";
-  const std::string test = name.size() > kMpi.size() && name.compare(name.size() - kMpi.size(), kMpi.size(), kMpi) == 0
-                               ? name.substr(0, name.size() - kMpi.size())
-                               : name;
-  if (test == "all_reduce_perf") return graph::CollectiveOp::kAllReduce;
-  if (test == "all_gather_perf") return graph::CollectiveOp::kAllGather;
-  if (test == "reduce_scatter_perf") return graph::CollectiveOp::kReduceScatter;
-  if (test == "alltoall_perf") return graph::CollectiveOp::kAllToAll;
-  if (test == "sendrecv_perf") return graph::CollectiveOp::kSendRecv;
-  if (test == "broadcast_perf") return graph::CollectiveOp::kBroadcast;
-  return std::nullopt;
+  if (ends_with(test, "_mpi")) test.remove_suffix(4);
+  if (!ends_with(test, "_perf")) return std::nullopt;
+  test.remove_suffix(5);
+  return op_named(test);
 }
 
 // One test of the output: its "# Using devices" rank lines (each "Rank R [Group G] Pid P on HOST device D [BUS]
@@ -93,8 +121,8 @@ std::vector<CollectiveSample> parse_nccl_tests(const std::string& text, const st
                                               graph::collective_name(*op), w[4]));
         }
         if (!part.modelled && skipped) {
-          skipped->push_back(fmt::format("{}:{}: {} (shardsim models all_reduce, all_gather, reduce_scatter, "
-                                         "alltoall, sendrecv and broadcast)", path, line_no, w[4]));
+          skipped->push_back(
+              fmt::format("{}:{}: {} (shardsim models {})", path, line_no, w[4], op_names(", ", " and ")));
         }
       }
       if (w.size() > 1 && w[1] == "Rank") {
@@ -126,7 +154,7 @@ std::vector<CollectiveSample> parse_nccl_tests(const std::string& text, const st
     if (!part.op && !op) {
       throw core::ConfigError({path, line_no, 1}, "",
                               "the collective: the file names none (no \"# Collective test starting:\" line), so "
-                              "give it (--op all_reduce|all_gather|reduce_scatter|alltoall|sendrecv|broadcast)");
+                              "give it (--op " + op_names("|", "|") + ")");
     }
     CollectiveSample s;
     s.op = part.op ? *part.op : *op;
@@ -191,15 +219,8 @@ std::vector<CollectiveSample> parse_csv(const std::string& text, const std::stri
 }  // namespace
 
 graph::CollectiveOp parse_collective_op(const std::string& name) {
-  if (name == "all_reduce") return graph::CollectiveOp::kAllReduce;
-  if (name == "all_gather") return graph::CollectiveOp::kAllGather;
-  if (name == "reduce_scatter") return graph::CollectiveOp::kReduceScatter;
-  if (name == "alltoall") return graph::CollectiveOp::kAllToAll;
-  if (name == "sendrecv") return graph::CollectiveOp::kSendRecv;
-  if (name == "broadcast") return graph::CollectiveOp::kBroadcast;
-  throw core::ConfigError({"<command line>", 0, 0}, "--op",
-                          fmt::format("all_reduce, all_gather, reduce_scatter, alltoall, sendrecv or broadcast (got '{}')",
-                                      name));
+  if (const auto op = op_named(name)) return *op;
+  throw core::ConfigError({"<command line>", 0, 0}, "--op", fmt::format("{} (got '{}')", op_names(", ", " or "), name));
 }
 
 std::vector<CollectiveSample> load_collective_samples(const std::string& path, std::optional<graph::CollectiveOp> op,
