@@ -634,6 +634,9 @@ core::DeviceSpec a100(const char* name, double hbm_gib, double hbm_gbps) {
 }
 
 
+// Nodes in a DGX A100 SuperPOD's scalable unit, whose leaf switches (one per rail) join them [unverified].
+constexpr int kDgxA100UnitNodes = 20;
+
 core::ClusterSpec make_dgx_a100() {
   core::ClusterSpec c;
   c.name = "dgx-a100";
@@ -657,6 +660,8 @@ core::ClusterSpec make_dgx_a100() {
       // 8 single-port ConnectX-6 HDR 200 Gb/s compute NICs, one per GPU (D1).
       level("infiniband", 1 << 20, 25.0, 1, 4.0, "D1 (8 x HDR 200 Gb/s per node); latency [guess]"),
   };
+  // The leaves of a DGX A100 SuperPOD's scalable unit: 20 nodes per unit, each rail's leaf switch under it [unverified].
+  c.levels.back().group_nodes = kDgxA100UnitNodes;
   c.library = nccl(Library::Generation::kAmpere, true, Library::IntraLink::kNvlink,
                    "NCCL 2.18 tuning model; latency scale fitted to vTrain's measured A100 all-reduce");
   c.library.latency_scale = kNcclA100LatencyScale;
@@ -683,6 +688,8 @@ core::ClusterSpec make_a800() {
       // 4 x HDR 200 Gb/s per node (800 Gb/s, no SHARP): one 25 GB/s port per two GPUs (AMSP v2 Sec. VI-A).
       level("infiniband", 1 << 20, 25.0, 2, 4.0, "AMSP v2 Sec. VI-A (4 x HDR per node); latency [guess]"),
   };
+  // The fabric's first tier is not described: [guess] a DGX A100 SuperPOD's scalable unit of 20 nodes.
+  c.levels.back().group_nodes = kDgxA100UnitNodes;
   // NCCL (the testbed's PyTorch 2.1 ships 2.18); the host CPU is not stated [guess: Intel]; latency scale as
   // fitted on A100 NVSwitch nodes (the same GPU and switch).
   c.library = nccl(Library::Generation::kAmpere, false, Library::IntraLink::kNvlink,
@@ -713,6 +720,9 @@ core::ClusterSpec make_polaris() {
       level("slingshot", 560 * 4, kPolarisSlingshotBandwidth, 2, 5.0,
             "P1 (2 x Slingshot-11 200 Gb/s per node); NCCL's share fitted to ALCF's nccl-tests; latency [guess]"),
   };
+  // Dragonfly groups of the Slingshot fabric: not published; [guess] four racks of 14 nodes (P1: 7 chassis of 2
+  // nodes per rack).
+  c.levels.back().group_nodes = 56;
   c.library = nccl(Library::Generation::kAmpere, true, Library::IntraLink::kNvlink,
                    "NCCL 2.18 tuning model; EPYC host (P1); latency scale fitted on A100 NVSwitch (vTrain); network "
                    "steps and tree hops through the OFI plugin fitted to ALCF's nccl-tests on Polaris");
@@ -727,7 +737,11 @@ const std::vector<core::ClusterSpec>& presets() {
     std::vector<core::ClusterSpec> p = {make_frontier(), make_lassen(), make_dgx_h100(), make_dgx_h200(),
                                         make_dgx_a100(), make_a800(),    make_polaris(),
                                         make_dgx2()};
-    for (auto& c : p) c.preset = c.name;
+    for (auto& c : p) {
+      c.preset = c.name;
+      // A machine link by link: its fabric's first tier is the outermost level's groups (one description).
+      if (c.topology) c.levels.back().group_nodes = core::first_tier_nodes(c.topology->fabric);
+    }
     return p;
   }();
   return kPresets;

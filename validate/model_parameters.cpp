@@ -112,8 +112,8 @@ void set_host_value(Scenario& s, const std::string&, double v) {
 constexpr double kMinScale = core::CollectiveLibrarySpec::kMinLatencyScale;
 constexpr double kMaxScale = core::CollectiveLibrarySpec::kMaxLatencyScale;
 
-const std::array<Kind, 43>& kinds() {
-  static const std::array<Kind, 43> kKinds = {{
+const std::array<Kind, 44>& kinds() {
+  static const std::array<Kind, 44> kKinds = {{
       {"device.gemm_efficiency", "", true, false, 0.2, 0.95, efficiency_source,
        [](const Scenario& s, const std::string&) { return s.cluster.device.gemm_efficiency; },
        [](Scenario& s, const std::string&, double v) { s.cluster.device.gemm_efficiency = v; }},
@@ -258,6 +258,11 @@ const std::array<Kind, 43>& kinds() {
        set_tree_step<1>},
       {"collectives.tree_step.Simple", "s", true, false, 0.5e-6, 500e-6, library_source, tree_step<2>,
        set_tree_step<2>},
+      // What an all-reduce tree gets of its bandwidth past one group of the fabric: from a congested upper tier to
+      // none lost (1).
+      {"collectives.tree_cross_group_share", "x", true, false, 0.2, 1.0, library_source,
+       [](const Scenario& s, const std::string&) { return s.cluster.library.tree_cross_group_share; },
+       [](Scenario& s, const std::string&, double v) { s.cluster.library.tree_cross_group_share = v; }},
       {"device.runtime_reserved", "B", false, false, 0.0, 4.0 * core::kGiB,
        [](const Scenario&, const std::string&) { return std::string("[guess] runtime context and communicator buffers"); },
        [](const Scenario& s, const std::string&) { return s.cluster.device.runtime_reserved.value(); },

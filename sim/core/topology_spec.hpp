@@ -52,6 +52,17 @@ struct FabricSpec {
   Seconds global_latency;
 };
 
+/** @brief The nodes of one first-tier domain of `f`: a fat tree's leaf, a dragonfly group; 0 for a crossbar (one
+ *  domain). A machine described link by link has this as its outermost network level's group_nodes. */
+inline int first_tier_nodes(const FabricSpec& f) {
+  switch (f.kind) {
+    case FabricSpec::Kind::kFatTree: return f.leaf_nodes;
+    case FabricSpec::Kind::kDragonfly: return f.group_nodes;
+    case FabricSpec::Kind::kCrossbar: break;
+  }
+  return 0;
+}
+
 /** @brief Changes to the fabric of a link-by-link machine (built-in or the scenario's), from `cluster.fabric`:
  *  what-if studies and calibrated link rates. Unset fields keep the machine's values. */
 struct FabricOverride {

@@ -320,7 +320,9 @@ LibraryChoice choose_library_call(const CollectiveLibrarySpec& lib, const Librar
       }
       // The table's size corrections of a tree stand for what its pipeline loses at middle sizes; over nodes the call
       // pays that as its pipeline's fill (tree_pipeline_fill below) instead.
-      const double cost_bw = a == kTree && nodes > 1 ? bw : bw * tree_correction;
+      double cost_bw = a == kTree && nodes > 1 ? bw : bw * tree_correction;
+      // A tree past one group of the fabric: its edges across the upper tier set its pace (the table does not know).
+      if (a == kTree && call.beyond_group) cost_bw *= lib.tree_cross_group_share;
       bw *= tree_correction;
       if (bw <= 0.0) continue;
       // Latency (us): the base, then hops inside a node and across the network.

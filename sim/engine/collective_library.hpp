@@ -43,6 +43,9 @@ struct LibraryCall {
   int nodes = 1;          ///< nodes the group spans (ranks / ranks per node)
   double bytes = 0.0;     ///< NCCL's nBytes: the all-reduce buffer, the all-gather output, the reduce-scatter input
   double bus_Bps = 0.0;   ///< Simple-protocol ring bus bandwidth the machine gives this group
+  /// the group's nodes span more than one first-tier group of the fabric (core::NetworkLevel::group_nodes): a tree
+  /// then costs CollectiveLibrarySpec::tree_cross_group_share of its bandwidth, which the library's choice ignores
+  bool beyond_group = false;
 };
 
 /** @brief The library's choice for one call and what it costs. */

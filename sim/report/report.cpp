@@ -202,11 +202,13 @@ std::string render_table(const scenario::Scenario& s, const scenario::Evaluation
   // The network levels with their sources, guesses marked as the presets mark them.
   for (std::size_t l = 0; l < c.levels.size(); ++l) {
     const auto& lv = c.levels[l];
-    o += fmt::format("{}{}: {} ranks, {:.4g} GB/s per link{}, {:.3g} us ({})\n", l == 0 ? "network   " : "          ",
+    o += fmt::format("{}{}: {} ranks, {:.4g} GB/s per link{}, {:.3g} us{} ({})\n", l == 0 ? "network   " : "          ",
                      lv.name, l + 1 == c.levels.size() ? std::string("all") : std::to_string(lv.domain_ranks),
                      lv.link_bandwidth.value() / 1e9,
                      lv.shared_by > 1 ? fmt::format(" shared by {}", lv.shared_by) : std::string(),
-                     lv.latency.value() * 1e6, lv.source.empty() ? std::string("[guess]") : lv.source);
+                     lv.latency.value() * 1e6,
+                     lv.group_nodes > 0 ? fmt::format(", groups of {} nodes", lv.group_nodes) : std::string(),
+                     lv.source.empty() ? std::string("[guess]") : lv.source);
   }
   const auto& d = c.device;
   // The attention rates of the kernels this plan runs: FlashAttention-2's, or the Triton port's or cuDNN's where the
@@ -257,6 +259,10 @@ std::string render_table(const scenario::Scenario& s, const scenario::Evaluation
     if (measured(lib.net_step_s) || measured(lib.tree_step_s)) net = "network steps" + steps(engine::network_step_s);
     if (measured(lib.tree_step_s)) net += "; tree hops" + steps(engine::tree_step_s);
     if (lib.paced_rings) net += "; rings across nodes paced by their Simple step";
+    // Past one group of the fabric (the outermost level's group_nodes) a tree keeps a share of its bandwidth.
+    if (const int g = c.levels.back().group_nodes; g > 0 && c.nodes > g && lib.tree_cross_group_share < 1.0) {
+      net += fmt::format("; trees past a group of {} nodes at {:.2f} of their bandwidth", g, lib.tree_cross_group_share);
+    }
     if (lib.nvls) net += "; NVLS all-reduce inside a node";
     o += fmt::format("library   {}: picks by its tuning model; latency x{:.3g} ({}) ({})\n", core::library_label(lib),
                      lib.latency_scale, net, lib.source);
@@ -538,7 +544,8 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
                       {"ranks", l.domain_ranks},
                       {"link_bandwidth_Bps", l.link_bandwidth.value()},
                       {"shared_by", l.shared_by},
-                      {"latency_s", l.latency.value()}});
+                      {"latency_s", l.latency.value()},
+                      {"group_nodes", l.group_nodes}});
   }
   j["cluster"] = {{"name", c.name},
                   {"nodes", c.nodes},
@@ -614,6 +621,7 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
                     {"tree_step_s", net_steps(c.library, engine::tree_step_s)},
                     {"protocols", core::protocol_names(c.library)},
                     {"paced_rings", c.library.paced_rings},
+                    {"tree_cross_group_share", c.library.tree_cross_group_share},
                     {"nvls", c.library.nvls},
                     {"amd_host", c.library.amd_host},
                     {"source", c.library.source}}}};

@@ -147,7 +147,8 @@ void apply_library(const ConfigNode& n, core::CollectiveLibrarySpec& l) {
     return;
   }
   n.expect_map({"library", "version", "tuning_model", "latency_scale", "net_latency_scale", "net_step_latency",
-                "tree_step_latency", "host_cpu", "intra_link", "generation", "protocols", "paced_rings", "nvls"});
+                "tree_step_latency", "host_cpu", "intra_link", "generation", "protocols", "paced_rings", "nvls",
+                "tree_cross_group_share"});
   if (auto v = n.find("library")) set_family(*v);
   if (auto v = n.find("version")) {
     // NCCL's version, whose tuning table it picks by: "2.18" to "2.30".
@@ -203,6 +204,8 @@ void apply_library(const ConfigNode& n, core::CollectiveLibrarySpec& l) {
   if (auto v = n.find("tree_step_latency")) steps(*v, l.tree_step_s);
   // Rings across nodes at the pace of their network step (CollectiveLibrarySpec::paced_rings).
   if (auto v = n.find("paced_rings")) l.paced_rings = v->as_bool();
+  // What a tree gets of its bandwidth past one group of the fabric (CollectiveLibrarySpec::tree_cross_group_share).
+  if (auto v = n.find("tree_cross_group_share")) l.tree_cross_group_share = v->as_fraction();
   // NVLS inside a node (CollectiveLibrarySpec::nvls): NCCL's, on an NVSwitch that reduces.
   if (auto v = n.find("nvls")) {
     l.nvls = v->as_bool();
@@ -226,7 +229,7 @@ std::vector<core::NetworkLevel> parse_network(const ConfigNode& n) {
   if (items.size() > 6) n.fail("at most 6 network levels are supported");
   for (std::size_t i = 0; i < items.size(); ++i) {
     const ConfigNode& it = items[i];
-    it.expect_map({"name", "ranks", "bandwidth", "shared_by", "latency"});
+    it.expect_map({"name", "ranks", "bandwidth", "shared_by", "latency", "group_nodes"});
     core::NetworkLevel l;
     l.name = it.get("name").as_string();
     const ConfigNode ranks = it.get("ranks");
@@ -239,6 +242,11 @@ std::vector<core::NetworkLevel> parse_network(const ConfigNode& n) {
     l.link_bandwidth = it.get("bandwidth").as_bandwidth();
     if (auto s = it.find("shared_by")) l.shared_by = s->as_positive_int();
     l.latency = it.get("latency").as_duration();
+    // The nodes of one first-tier group of the fabric (a leaf, a dragonfly group): the outermost level's.
+    if (auto g = it.find("group_nodes")) {
+      if (i + 1 != items.size()) g->fail("group_nodes on the outermost level only (the fabric between the nodes)");
+      l.group_nodes = g->as_positive_int();
+    }
     l.source = n.file();
     const bool spans_all = l.domain_ranks == std::numeric_limits<int>::max();
     if (i > 0 && !spans_all) {
@@ -470,6 +478,9 @@ core::ClusterSpec parse_cluster(const ConfigNode& n) {
   if (!node_level) {
     net_at.fail(fmt::format("no network level has ranks = devices_per_node = {} (the node level)", c.devices_per_node));
   }
+  if (c.levels.back().group_nodes > 0 && c.levels.back().domain_ranks <= c.devices_per_node) {
+    net_at.fail("group_nodes on a level between nodes (the outermost level here is the node's own)");
+  }
   if (c.levels.back().domain_ranks < c.total_devices()) {
     if (!n.is_scalar() && n.has("network")) {
       net_at.fail(fmt::format("the outermost level spans {} ranks but the job has {} devices; use ranks: all",
@@ -504,6 +515,15 @@ core::ClusterSpec parse_cluster(const ConfigNode& n) {
   if (!n.is_scalar() && n.has("topology")) {
     const ConfigNode at = n.get("topology");
     c.topology = parse_topology(at, c);
+    // The fabric's first tier is the outermost level's groups (one machine): taken from it, or checked against it
+    // where the scenario's network gives them.
+    const int tier = core::first_tier_nodes(c.topology->fabric);
+    auto& outer = c.levels.back();
+    if (n.has("network") && outer.group_nodes > 0 && outer.group_nodes != tier) {
+      at.fail(fmt::format("a fabric whose first tier holds the network's group_nodes ({} nodes); its {} has {}",
+                          outer.group_nodes, tier > 0 ? "first tier" : "crossbar", tier > 0 ? std::to_string(tier) : "one for all"));
+    }
+    if (outer.domain_ranks > c.devices_per_node) outer.group_nodes = tier;
     // Routes, bandwidths and the fabric's shape are checked by building the topology before anything is
     // simulated; two nodes suffice (the checks are per node and per fabric kind, not per node count).
     try {

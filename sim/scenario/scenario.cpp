@@ -565,9 +565,10 @@ std::string cluster_to_yaml(const core::ClusterSpec& c) {
   for (std::size_t i = 0; i < c.levels.size(); ++i) {
     const auto& l = c.levels[i];
     const bool last = i + 1 == c.levels.size();
-    o += fmt::format("  - {{name: {}, ranks: {}, bandwidth: {}GB/s, shared_by: {}, latency: {}us}}   # {}\n",
+    o += fmt::format("  - {{name: {}, ranks: {}, bandwidth: {}GB/s, shared_by: {}, latency: {}us{}}}   # {}\n",
                      l.name, last ? std::string("all") : std::to_string(l.domain_ranks), l.link_bandwidth.value() / 1e9,
-                     l.shared_by, l.latency.value() * 1e6, l.source);
+                     l.shared_by, l.latency.value() * 1e6,
+                     l.group_nodes > 0 ? fmt::format(", group_nodes: {}", l.group_nodes) : std::string(), l.source);
   }
   // The collective library as the engines price it: a copy of a preset runs its library, not a described machine's
   // default.
@@ -602,6 +603,7 @@ std::string cluster_to_yaml(const core::ClusterSpec& c) {
                                                                  : "hopper",
                      protocols);
     if (lib.paced_rings) o += "  paced_rings: true\n";
+    o += fmt::format("  tree_cross_group_share: {:.12g}\n", lib.tree_cross_group_share);
     if (lib.nvls) o += "  nvls: true\n";
   }
   return o;

@@ -112,8 +112,10 @@ TEST(Validate, PaperClaims) {
       // +4.7%; MiCS's stays +30%); 1.24x (holds) once those all-reduces are InternEvo's one over every rank, not a
       // reduction inside the owners and another across their replicas (its row +10.9%).
       {"amsp-over-mics-7b", {true, 0}},
-      {"amsp-over-mics-13b", {false, 1.143}},
-      {"amsp-over-mics-30b", {false, 1.100}},
+      // 1.22x and 1.13x (13B, 30B) once a tree across more nodes than a group of the fabric keeps its share of the
+      // bandwidth (the a800's first tier a [guess] of 20 nodes): MiCS's replica all-reduces over 128 nodes.
+      {"amsp-over-mics-13b", {false, 1.218}},
+      {"amsp-over-mics-30b", {false, 1.130}},
       {"amsp-over-zeropp-13b", {false, 1.867}},
       {"overlap-13b-m1", {true, 0}},
       {"overlap-30b-m1", {true, 0}},

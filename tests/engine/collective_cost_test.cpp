@@ -240,6 +240,36 @@ LibraryCall call(graph::CollectiveOp op, int ranks, int nodes, double bytes, dou
   return LibraryCall{op, ranks, nodes, bytes, bus_gbps * 1e9};
 }
 
+// A tree past one first-tier group of the fabric (Frontier's dragonfly groups of 128 nodes, from its link graph) runs
+// at the library's share of its bandwidth; the library picks as before, inside a group nothing changes, and rings
+// (their neighbours in rank order) keep theirs.
+TEST(CollectiveLibrary, ATreePastOneGroupOfTheFabricRunsAtItsShare) {
+  core::ClusterSpec c = *topology::find_cluster_preset("frontier");
+  ASSERT_EQ(c.levels.back().group_nodes, c.topology->fabric.group_nodes);  // one machine: the graph's groups
+  ASSERT_EQ(c.levels.back().group_nodes, 128);
+  c.nodes = 256;
+  core::ClusterSpec one_group = c;
+  one_group.levels.back().group_nodes = 0;
+  const double share = c.library.tree_cross_group_share;
+  ASSERT_LT(share, 1.0);
+  auto est = [](const core::ClusterSpec& k, int ranks, CollectiveOp op) {
+    return estimate_collective(k, topology::strided_group_shape(k, ranks, 1), op, core::Bytes(1 << 30),
+                               core::CollectiveAlgorithm::kAuto);
+  };
+  const auto past = est(c, 2048, CollectiveOp::kAllReduce);  // 256 nodes: two groups
+  const auto whole = est(one_group, 2048, CollectiveOp::kAllReduce);
+  ASSERT_EQ(whole.algorithm, core::CollectiveAlgorithm::kTree);
+  EXPECT_EQ(past.algorithm, whole.algorithm);
+  EXPECT_EQ(past.protocol, whole.protocol);
+  EXPECT_NEAR(past.bandwidth_factor / whole.bandwidth_factor, share, 1e-12);
+  EXPECT_NEAR(past.time.value() - past.latency_s, (whole.time.value() - whole.latency_s) / share,
+              1e-9 * whole.time.value());
+  // 64 nodes: one group.
+  EXPECT_DOUBLE_EQ(est(c, 512, CollectiveOp::kAllReduce).time.value(), est(one_group, 512, CollectiveOp::kAllReduce).time.value());
+  // A ring across both groups.
+  EXPECT_DOUBLE_EQ(est(c, 2048, CollectiveOp::kAllGather).time.value(), est(one_group, 2048, CollectiveOp::kAllGather).time.value());
+}
+
 // NVIDIA/nccl@v2.18.3-1 src/graph/tuning.cc, by hand: a ring all-gather over 16 ranks on 2 nodes of 8 (NVLink)
 // pays 8.4 us (Simple base) + 14 intra-node steps at max(3.4, 3 x 1 us network overhead) + 1 network step at
 // 14 us; a large buffer goes Simple at the full bus bandwidth.

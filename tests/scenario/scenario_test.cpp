@@ -257,6 +257,23 @@ plan: {zero_stage: 2}
   expect_error(replace(yaml, "{name: node, ranks: 4,", "{name: node, ranks: 2,"), {8, 5, "cluster.network", "node level"});
   expect_error(replace(yaml, "bandwidth: 25GB/s", "bandwidth: 0GB/s"),
                {9, 42, "cluster.network[1].bandwidth", "positive bandwidth"});
+  // The fabric's first-tier groups: on the outermost level, between nodes.
+  EXPECT_EQ(s.cluster.levels[1].group_nodes, 0);
+  const auto grouped = parse_scenarios(replace(yaml, "latency: 5us}", "latency: 5us, group_nodes: 2}"), "s.yaml").at(0);
+  EXPECT_EQ(grouped.cluster.levels[1].group_nodes, 2);
+  expect_error(replace(yaml, "latency: 2us}", "latency: 2us, group_nodes: 2}"),
+               {8, 77, "cluster.network[0].group_nodes", "outermost level only"});
+  expect_error(replace(yaml, "latency: 5us}", "latency: 5us, group_nodes: 0}"),
+               {9, 91, "cluster.network[1].group_nodes", "an integer >= 1"});
+  const std::string one_node = R"(model: llama2-7b
+cluster:
+  nodes: 1
+  devices_per_node: 4
+  device: {peak: {bf16: 100TFLOP/s}, hbm: 40GiB, hbm_bandwidth: 1.5TB/s}
+  network:
+    - {name: node, ranks: 4, bandwidth: 100GB/s, latency: 2us, group_nodes: 4}
+)";
+  expect_error(one_node, {7, 5, "cluster.network", "between nodes"});
 }
 
 TEST(Scenario, SweepExpandsTheCartesianProduct) {
@@ -963,7 +980,9 @@ TEST(ScenarioYamlDump, EveryPresetRoundTrips) {
         EXPECT_NEAR(s.cluster.levels[l].link_bandwidth.value(), c.levels[l].link_bandwidth.value(), 1e-3) << cname;
         EXPECT_NEAR(s.cluster.levels[l].latency.value(), c.levels[l].latency.value(), 1e-15) << cname;
         EXPECT_EQ(s.cluster.levels[l].shared_by, c.levels[l].shared_by) << cname;
+        EXPECT_EQ(s.cluster.levels[l].group_nodes, c.levels[l].group_nodes) << cname;
       }
+      EXPECT_NEAR(s.cluster.library.tree_cross_group_share, c.library.tree_cross_group_share, 1e-12) << cname;
       // The collective library comes along: a copy of a preset prices its collectives as the preset does.
       const auto& lib = s.cluster.library;
       EXPECT_EQ(lib.family, c.library.family) << cname;
@@ -1032,6 +1051,18 @@ TEST(ScenarioTopology, ReadsAUsersNodeGraphAndFabric) {
   EXPECT_DOUBLE_EQ(t.fabric.port_bandwidth.value(), 12.5e9);
   EXPECT_EQ(t.fabric.leaf_nodes, 2);
   EXPECT_DOUBLE_EQ(t.links[4].latency.value(), 0.0);  // latency defaults to 0
+}
+
+// The fabric's first tier is the outermost level's groups: a fat tree's leaf, a dragonfly group (one machine); a
+// network that says otherwise is refused.
+TEST(ScenarioTopology, TheFabricsFirstTierIsTheNetworksGroups) {
+  const auto s = parse_scenarios(kTopo, "s.yaml").front();
+  EXPECT_EQ(s.cluster.levels.back().group_nodes, 2);  // leaf_nodes
+  const auto same = parse_scenarios(replace(kTopo, "shared_by: 4, latency: 5us}", "shared_by: 4, latency: 5us, group_nodes: 2}"),
+                                    "s.yaml").front();
+  EXPECT_EQ(same.cluster.levels.back().group_nodes, 2);
+  expect_error(replace(kTopo, "shared_by: 4, latency: 5us}", "shared_by: 4, latency: 5us, group_nodes: 4}"),
+               {12, 5, "cluster.topology", "group_nodes (4 nodes); its first tier has 2"});
 }
 
 TEST(ScenarioTopology, BadNodeGraphsNameTheLineAndKey) {
@@ -1144,6 +1175,13 @@ TEST(Scenario, CollectiveLibraryKeysChangeThePresetsLibrary) {
   EXPECT_TRUE(paced.cluster.library.paced_rings);
   expect_error(replace(kGood, "  nodes: 2", "  nodes: 2\n  collective_library: {paced_rings: often}"),
                {6, 37, "cluster.collective_library.paced_rings", "true or false"});
+  // What a tree keeps of its bandwidth past one group of the fabric: the fitted share, a fraction by key.
+  EXPECT_DOUBLE_EQ(paced.cluster.library.tree_cross_group_share, core::kFittedTreeCrossGroupShare);
+  const auto share = parse_scenarios(
+      replace(kGood, "  nodes: 2", "  nodes: 2\n  collective_library: {tree_cross_group_share: 1}"), "s.yaml")[0];
+  EXPECT_DOUBLE_EQ(share.cluster.library.tree_cross_group_share, 1.0);
+  expect_error(replace(kGood, "  nodes: 2", "  nodes: 2\n  collective_library: {tree_cross_group_share: 1.5}"),
+               {6, 48, "cluster.collective_library.tree_cross_group_share", ""});
   // NCCL's version picks its tuning table; RCCL and alpha-beta have none.
   const auto v21 = parse_scenarios(
       replace(kGood, "  nodes: 2", "  nodes: 2\n  collective_library: {library: nccl, version: \"2.21\"}"), "s.yaml")[0];

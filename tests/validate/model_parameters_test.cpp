@@ -51,7 +51,7 @@ TEST(ModelParameters, FrontierNamesEveryLevelWithItsSource) {
       "network.gcd-pair.latency", "network.node.latency",     "network.slingshot.latency",
       "collectives.latency_scale", "collectives.net_latency_scale", "collectives.net_step.LL",
       "collectives.net_step.LL128", "collectives.net_step.Simple", "collectives.tree_step.LL",
-      "collectives.tree_step.LL128", "collectives.tree_step.Simple",
+      "collectives.tree_step.LL128", "collectives.tree_step.Simple", "collectives.tree_cross_group_share",
       "device.runtime_reserved",  "plan.workspace"};
   EXPECT_EQ(names, expected);
   // RCCL prices Frontier's collectives: its latency scales are parameters; under alpha-beta (Lassen) they are not.
