@@ -496,19 +496,19 @@ struct HostSpec {
   }
 };
 
+/// CollectiveLibrarySpec::tree_cross_group_share as fitted (shardsim calibrate --collectives
+/// alps_128x4_all_reduce.txt --cluster machines/alps-gh200.yaml --fit collectives.tree_cross_group_share) on Alps's
+/// 128-node all-reduces, the one file of its kind marked fit; the 256- and 512-node files, LUMI-G's, Polaris's and
+/// Frontier's, and the training runs are held out. Every library takes it: the fabrics where it was measured are
+/// Slingshot dragonflies (Alps, LUMI-G, Polaris, Frontier) and a RoCE cluster's training runs (InternLM on A100s);
+/// elsewhere one assumption.
+inline constexpr double kFittedTreeCrossGroupShare = 0.6338591489;  // +- 0.095
+
 /** @brief The collective library the job calls (NCCL, RCCL) and what the engines need of it to price a collective
  *  the way the library runs it under `collective_algorithm: auto`: its tuning model picks an algorithm and a
  *  protocol per call from per-step latencies by hop class and protocol bandwidths (engine/collective_library.hpp).
  *  `kAlphaBeta` prices rings and trees from the network levels' own latencies instead (an MPI library whose
  *  selection is not modelled, or the ideal what-if). */
-/// CollectiveLibrarySpec::tree_cross_group_share as fitted (shardsim calibrate --collectives
-/// alps_128x4_all_reduce.txt --cluster machines/alps-gh200.yaml --fit collectives.tree_cross_group_share) on Alps's
-/// 128-node all-reduces, the one file of its kind marked fit; the 256- and 512-node files, LUMI-G's, Polaris's and
-/// Frontier's, and the training runs are held out. Every library takes it: the fabrics where it was measured are
-/// Slingshot dragonflies (Alps, LUMI-G, Polaris, Frontier) and an InfiniBand cluster's training runs (InternEvo on
-/// A800s); elsewhere one assumption.
-inline constexpr double kFittedTreeCrossGroupShare = 0.6338591489;  // +- 0.095
-
 struct CollectiveLibrarySpec {
   enum class Family : std::uint8_t { kNccl, kRccl, kAlphaBeta };
   /// NCCL's hop class inside a node (typeIntra of its ring graph): NVLink / NVSwitch / Infinity Fabric, or PCIe

@@ -520,8 +520,9 @@ core::ClusterSpec parse_cluster(const ConfigNode& n) {
     const int tier = core::first_tier_nodes(c.topology->fabric);
     auto& outer = c.levels.back();
     if (n.has("network") && outer.group_nodes > 0 && outer.group_nodes != tier) {
-      at.fail(fmt::format("a fabric whose first tier holds the network's group_nodes ({} nodes); its {} has {}",
-                          outer.group_nodes, tier > 0 ? "first tier" : "crossbar", tier > 0 ? std::to_string(tier) : "one for all"));
+      at.fail(fmt::format("a fabric whose first tier (a leaf, a dragonfly group) holds the network's group_nodes of {} "
+                          "nodes; this one's holds {}",
+                          outer.group_nodes, tier > 0 ? std::to_string(tier) : std::string("every node (a crossbar)")));
     }
     if (outer.domain_ranks > c.devices_per_node) outer.group_nodes = tier;
     // Routes, bandwidths and the fabric's shape are checked by building the topology before anything is

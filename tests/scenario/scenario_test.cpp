@@ -1062,7 +1062,7 @@ TEST(ScenarioTopology, TheFabricsFirstTierIsTheNetworksGroups) {
                                     "s.yaml").front();
   EXPECT_EQ(same.cluster.levels.back().group_nodes, 2);
   expect_error(replace(kTopo, "shared_by: 4, latency: 5us}", "shared_by: 4, latency: 5us, group_nodes: 4}"),
-               {12, 5, "cluster.topology", "group_nodes (4 nodes); its first tier has 2"});
+               {12, 5, "cluster.topology", "group_nodes of 4 nodes; this one's holds 2"});
 }
 
 TEST(ScenarioTopology, BadNodeGraphsNameTheLineAndKey) {
