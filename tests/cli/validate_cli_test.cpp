@@ -643,4 +643,21 @@ TEST(Collective, SaysWhereRingsArePaced) {
   fs::remove_all(d);
 }
 
+// An all-reduce over more nodes than one of the fabric's groups (Frontier's dragonfly groups of 128 nodes): the command
+// says what a tree keeps there; an all-gather (rings) and a job inside one group say nothing.
+TEST(Collective, SaysWhereTreesLeaveAGroup) {
+  const Outcome r = run("collective frontier --ranks 2048 --min-size 1GiB --max-size 1GiB");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("trees past a group: 256 nodes span more than the fabric's groups of 128; a tree keeps 0.634 of "
+                       "its bandwidth"),
+            std::string::npos)
+      << r.out;
+  for (const char* args : {"collective frontier --ranks 1024 --min-size 1GiB --max-size 1GiB",
+                           "collective frontier --op all_gather --ranks 2048 --min-size 1GiB --max-size 1GiB"}) {
+    const Outcome o = run(args);
+    ASSERT_EQ(o.code, 0) << o.out;
+    EXPECT_EQ(o.out.find("trees past a group"), std::string::npos) << args << "\n" << o.out;
+  }
+}
+
 }  // namespace
