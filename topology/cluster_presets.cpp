@@ -658,7 +658,8 @@ core::ClusterSpec make_dgx_a100() {
       level("nvswitch", 8, kA100NvswitchBandwidth, 1, kA100NvswitchLatency,
             "fitted to NCCL all-reduce measured on 2-8 A100s (vTrain, validate/data/vtrain/allreduce); link: A1, D1"),
       // 8 single-port ConnectX-6 HDR 200 Gb/s compute NICs, one per GPU (D1).
-      level("infiniband", 1 << 20, 25.0, 1, 4.0, "D1 (8 x HDR 200 Gb/s per node); latency [guess]"),
+      level("infiniband", 1 << 20, 25.0, 1, 4.0,
+            "D1 (8 x HDR 200 Gb/s per node); latency [guess]; groups: a SuperPOD unit's leaves [unverified]"),
   };
   // The leaves of a DGX A100 SuperPOD's scalable unit: 20 nodes per unit, each rail's leaf switch under it [unverified].
   c.levels.back().group_nodes = kDgxA100UnitNodes;
@@ -686,7 +687,8 @@ core::ClusterSpec make_a800() {
       level("nvswitch", 8, 200.0 * kA100NvswitchBandwidth / 300.0, 1, kA100NvswitchLatency,
             "A2 (NVLink 400 GB/s bidirectional per GPU) at the share and step NCCL reaches on DGX A100 (vTrain fit)"),
       // 4 x HDR 200 Gb/s per node (800 Gb/s, no SHARP): one 25 GB/s port per two GPUs (AMSP v2 Sec. VI-A).
-      level("infiniband", 1 << 20, 25.0, 2, 4.0, "AMSP v2 Sec. VI-A (4 x HDR per node); latency [guess]"),
+      level("infiniband", 1 << 20, 25.0, 2, 4.0,
+            "AMSP v2 Sec. VI-A (4 x HDR per node); latency [guess]; groups [guess]: a SuperPOD unit's 20 nodes"),
   };
   // The fabric's first tier is not described: [guess] a DGX A100 SuperPOD's scalable unit of 20 nodes.
   c.levels.back().group_nodes = kDgxA100UnitNodes;
@@ -718,7 +720,8 @@ core::ClusterSpec make_polaris() {
       // 2 Slingshot-11 NICs of 25 GB/s per node, one per two GPUs (P1); what NCCL's rings get of them, fitted
       // (kPolarisSlingshotBandwidth).
       level("slingshot", 560 * 4, kPolarisSlingshotBandwidth, 2, 5.0,
-            "P1 (2 x Slingshot-11 200 Gb/s per node); NCCL's share fitted to ALCF's nccl-tests; latency [guess]"),
+            "P1 (2 x Slingshot-11 200 Gb/s per node); NCCL's share fitted to ALCF's nccl-tests; latency [guess]; "
+            "dragonfly groups [guess]: four racks"),
   };
   // Dragonfly groups of the Slingshot fabric: not published; [guess] four racks of 14 nodes (P1: 7 chassis of 2
   // nodes per rack).

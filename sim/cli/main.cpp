@@ -481,9 +481,11 @@ int cmd_clusters(const std::vector<std::string>& args) {
                                               : std::string("any number of nodes (built to order)"));
     for (const auto& l : c->levels) {
       std::cout << fmt::format("  level {:<12} {:>8} ranks  {:>7.1f} GB/s per link, shared by {}  ({:.1f} GB/s per "
-                               "rank)  latency {:.1f} us  [{}]\n",
+                               "rank)  latency {:.1f} us{}  [{}]\n",
                                l.name, l.domain_ranks, l.link_bandwidth.value() / 1e9, l.shared_by,
-                               l.per_rank_bandwidth().value() / 1e9, l.latency.value() * 1e6, l.source);
+                               l.per_rank_bandwidth().value() / 1e9, l.latency.value() * 1e6,
+                               l.group_nodes > 0 ? fmt::format("  groups of {} nodes", l.group_nodes) : std::string(),
+                               l.source);
     }
   }
   return kOk;
