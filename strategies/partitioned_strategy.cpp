@@ -564,9 +564,18 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
     for (int u = 0; u < units; ++u) {
       const UnitCost& c = costs.units[static_cast<std::size_t>(u)];
       TaskId ready = 0;
+      // hpZ: a parameter's secondary copy, made inside the node when the first micro-batch released it, serves every
+      // gather until the step drops it (deepspeed@v0.14.0 partition_parameters.py all_gather_coalesced: "use
+      // appropriate all gather process group", ds_secondary_tensor is not None; stage3.py _post_step:
+      // invalidate_secondary_tensor), so the later micro-batches' forwards gather inside the node as the backward does.
+      const bool from_secondary = sh.secondary > 0 && mb > 0;
       auto fetch_unit = [&](std::optional<TaskId> issued_by) {
-        ready = gather_params(c.params, gathers(static_cast<std::size_t>(u), 0), p_group, sh.params, quant.weights,
-                              Purpose::kParamGatherFwd, u, mb, u - ahead - 1, fwd_compute, issued_by);
+        ready = from_secondary
+                    ? gather_params(c.params, gathers(static_cast<std::size_t>(u), 0), h_group, sh.secondary, false,
+                                    Purpose::kParamGatherFwd, u, mb, u - ahead - 1, fwd_compute, issued_by)
+                    : gather_params(c.params, gathers(static_cast<std::size_t>(u), 0), p_group, sh.params,
+                                    quant.weights, Purpose::kParamGatherFwd, u, mb, u - ahead - 1, fwd_compute,
+                                    issued_by);
         fwd_ready[static_cast<std::size_t>(u)] = ready;
       };
       // Copies and hooks taking turns: the copy once the host is done with the unit before, the hooks after it.

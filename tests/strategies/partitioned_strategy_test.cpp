@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "sim/engine/analytical_engine.hpp"
 #include "strategies/memory_model.hpp"
@@ -90,6 +91,30 @@ TEST(PartitionedStrategy, HpzCostsTwoPsiOverItsGroupInMemory) {
   plain.resolve_zero();
   const auto p = plain.run(PartitionedStrategy());
   EXPECT_NEAR(p.bytes[1] - r.bytes[1], 2.0 * costs.params_per_rank * (32.0 - 1) / 32 / 4, 1e-3 * p.bytes[1]);
+}
+
+// hpZ's secondary copy serves every gather until the step drops it: with two micro-batches only the first forward
+// gathers across nodes; the second's gathers, like both backwards, stay inside the node. Per-rank bytes leaving the
+// node: without hpZ 2 micro-batches x (forward + backward) x M (n - 1) / n; with it the first forward's alone.
+TEST(PartitionedStrategy, HpzSecondaryServesTheLaterMicroBatchesForwards) {
+  Case c(8, 3, 2);
+  c.resolve_zero();
+  c.plan.partition.secondary = 4;  // one node
+  graph::TaskGraph g;
+  const ModelCosts costs = compute_model_costs(c.model, c.plan);
+  PartitionedStrategy().lower(LoweringInput{c.model, c.cluster, c.plan, costs}, g);
+  std::map<int, std::set<int>> group_sizes;  // micro-batch -> sizes of the groups its forward gathers span
+  for (const auto& t : g.tasks()) {
+    if (t.kind == graph::TaskKind::kCollective && t.purpose == Purpose::kParamGatherFwd) {
+      group_sizes[t.micro].insert(g.groups()[t.group].shape.size);
+    }
+  }
+  EXPECT_EQ(group_sizes[0], (std::set<int>{32}));
+  EXPECT_EQ(group_sizes[1], (std::set<int>{4}));
+  const auto r = c.run(PartitionedStrategy());
+  const double m = c.model.total_params() * 2.0, n = 32;
+  const double cross_node = r.bytes[1] * 4;  // per-rank bytes above the node level x ranks per node
+  EXPECT_NEAR(cross_node / (m * (n - 1) / n), 1.0 + 2.0 /* the gradients' reduce-scatters */, 0.02);
 }
 
 // MiCS (Zhang et al. 2022) = (g, g, g): gathers and reduce-scatters inside g ranks every micro-batch, and one
