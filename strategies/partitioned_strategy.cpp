@@ -567,11 +567,12 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
       // hpZ: a parameter's secondary copy, made inside the node when the first micro-batch released it, serves every
       // gather until the step drops it (deepspeed@v0.14.0 partition_parameters.py all_gather_coalesced: "use
       // appropriate all gather process group", ds_secondary_tensor is not None; stage3.py _post_step:
-      // invalidate_secondary_tensor), so the later micro-batches' forwards gather inside the node as the backward does.
+      // invalidate_secondary_tensor), so the later micro-batches' forwards gather inside the node as the backward does
+      // (quantised under qwZ, as every fetch is).
       const bool from_secondary = sh.secondary > 0 && mb > 0;
       auto fetch_unit = [&](std::optional<TaskId> issued_by) {
         ready = from_secondary
-                    ? gather_params(c.params, gathers(static_cast<std::size_t>(u), 0), h_group, sh.secondary, false,
+                    ? gather_params(c.params, gathers(static_cast<std::size_t>(u), 0), h_group, sh.secondary, quant.weights,
                                     Purpose::kParamGatherFwd, u, mb, u - ahead - 1, fwd_compute, issued_by)
                     : gather_params(c.params, gathers(static_cast<std::size_t>(u), 0), p_group, sh.params,
                                     quant.weights, Purpose::kParamGatherFwd, u, mb, u - ahead - 1, fwd_compute,
@@ -633,12 +634,14 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
         } else if (!ds_copy_sync) {
           issued_by = bwd_host.back();
         }
-        // hpZ: the backward gather reads the fp16 secondary copy inside the node; otherwise it repeats the
-        // forward's gather (quantised when qwZ is on).
+        // hpZ: the backward gather reads the secondary copy inside the node; otherwise it repeats the forward's
+        // gather. Quantised when qwZ is on either way: DeepSpeed's coordinator passes zero_quantized_weights for every
+        // fetch, and all_gather_coalesced quantises the secondary copy as it does the primary (deepspeed@v0.14.0
+        // partitioned_param_coordinator.py __all_gather_params; partition_parameters.py all_gather_coalesced).
         const double elements = costs.units[static_cast<std::size_t>(w)].params * again;
         const int collectives = gathers(static_cast<std::size_t>(w), 1);
         bwd_ready[static_cast<std::size_t>(w)] =
-            sh.secondary > 0 ? gather_params(elements, collectives, h_group, sh.secondary, false,
+            sh.secondary > 0 ? gather_params(elements, collectives, h_group, sh.secondary, quant.weights,
                                              Purpose::kParamGatherBwd, w, mb, wait, bwd_compute, issued_by)
                              : gather_params(elements, collectives, p_group, sh.params, quant.weights,
                                              Purpose::kParamGatherBwd, w, mb, wait, bwd_compute, issued_by);

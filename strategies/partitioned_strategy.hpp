@@ -4,7 +4,8 @@
 // Parameters, gradients and optimizer states each have a shard factor (a group of consecutive data-parallel
 // ranks); ZeRO-1/2/3, MiCS and ZeRO++ are points of this space. What each layout implies:
 //  - s_P > 1: a unit's parameters are all-gathered over the s_P group before its forward (INT8 with qwZ) and
-//    again before its backward, from the hpZ secondary group inside the node when one is set (fp16);
+//    again before its backward; with an hpZ secondary group inside the node, the backward's and the later
+//    micro-batches' forwards gather from it (INT8 too with qwZ), only each step's first forward over s_P;
 //  - s_G > 1: every micro-batch's gradients are reduce-scattered over the s_G group (with qgZ: INT4 through a
 //    hierarchical all-to-all, one hop per network level, with dequantise/reduce/requantise kernels);
 //  - at the accumulation boundary: a reduce-scatter over the s_OS/s_G owners of each gradient shard, then an

@@ -102,7 +102,7 @@ struct PartitionSpec {
   int params = 0;      ///< s_P; 0 until resolved from zero_stage
   int grads = 0;       ///< s_G
   int optimizer = 0;   ///< s_OS; must be a multiple of s_G
-  int secondary = 0;   ///< ZeRO++ hpZ: secondary fp16 parameter partition group size (0 = none)
+  int secondary = 0;   ///< ZeRO++ hpZ: secondary parameter partition group size (0 = none)
   bool operator==(const PartitionSpec&) const = default;
 };
 
