@@ -571,12 +571,9 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
       // (quantised under qwZ, as every fetch is).
       const bool from_secondary = sh.secondary > 0 && mb > 0;
       auto fetch_unit = [&](std::optional<TaskId> issued_by) {
-        ready = from_secondary
-                    ? gather_params(c.params, gathers(static_cast<std::size_t>(u), 0), h_group, sh.secondary, quant.weights,
-                                    Purpose::kParamGatherFwd, u, mb, u - ahead - 1, fwd_compute, issued_by)
-                    : gather_params(c.params, gathers(static_cast<std::size_t>(u), 0), p_group, sh.params,
-                                    quant.weights, Purpose::kParamGatherFwd, u, mb, u - ahead - 1, fwd_compute,
-                                    issued_by);
+        ready = gather_params(c.params, gathers(static_cast<std::size_t>(u), 0), from_secondary ? h_group : p_group,
+                              from_secondary ? sh.secondary : sh.params, quant.weights, Purpose::kParamGatherFwd, u, mb,
+                              u - ahead - 1, fwd_compute, issued_by);
         fwd_ready[static_cast<std::size_t>(u)] = ready;
       };
       // Copies and hooks taking turns: the copy once the host is done with the unit before, the hooks after it.
@@ -640,11 +637,10 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
         // partitioned_param_coordinator.py __all_gather_params; partition_parameters.py all_gather_coalesced).
         const double elements = costs.units[static_cast<std::size_t>(w)].params * again;
         const int collectives = gathers(static_cast<std::size_t>(w), 1);
+        const bool secondary = sh.secondary > 0;
         bwd_ready[static_cast<std::size_t>(w)] =
-            sh.secondary > 0 ? gather_params(elements, collectives, h_group, sh.secondary, quant.weights,
-                                             Purpose::kParamGatherBwd, w, mb, wait, bwd_compute, issued_by)
-                             : gather_params(elements, collectives, p_group, sh.params, quant.weights,
-                                             Purpose::kParamGatherBwd, w, mb, wait, bwd_compute, issued_by);
+            gather_params(elements, collectives, secondary ? h_group : p_group, secondary ? sh.secondary : sh.params,
+                          quant.weights, Purpose::kParamGatherBwd, w, mb, wait, bwd_compute, issued_by);
       }
     };
     for (int u = units - 1; u >= 0; --u) {
