@@ -96,12 +96,11 @@ int cmd_collective(const std::vector<std::string>& args) {
                              steps, step_s * 1e6, steps * step_s * 1e3);
   }
   // An all-reduce whose nodes span more than one group of the fabric: say what its trees keep there.
-  const int group = c.levels.back().group_nodes;
   if (op == graph::CollectiveOp::kAllReduce && c.library.family != core::CollectiveLibrarySpec::Family::kAlphaBeta &&
-      group > 0 && ranks / ppn > group) {
+      c.levels.back().spans_groups(ranks / ppn)) {
     std::cout << fmt::format("trees past a group: {} nodes span more than the fabric's groups of {}; a tree keeps {:.3g} of "
                              "its bandwidth (collective_library.tree_cross_group_share)\n",
-                             ranks / ppn, group, c.library.tree_cross_group_share);
+                             ranks / ppn, c.levels.back().group_nodes, c.library.tree_cross_group_share);
   }
   std::cout << fmt::format("{:>12}  {:>11}  {:>10}  {:>10}  {:>12}  {:>8}  {:>10}\n", "size (B)", "time (us)",
                            "algbw GB/s", "busbw GB/s", "algorithm", "protocol", "latency us");

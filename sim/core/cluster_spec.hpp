@@ -31,6 +31,8 @@ struct NetworkLevel {
   int group_nodes = 0;
   std::string source;          ///< citation or "[guess]"
 
+  /** @brief Whether `nodes` nodes span more than one first-tier group of this level's fabric (group_nodes). */
+  [[nodiscard]] bool spans_groups(int nodes) const { return group_nodes > 0 && nodes > group_nodes; }
   /** @brief Bandwidth one rank gets on this level when every rank of its domain communicates. */
   [[nodiscard]] BytesPerSec per_rank_bandwidth() const { return link_bandwidth / static_cast<double>(shared_by); }
 };

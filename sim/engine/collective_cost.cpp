@@ -178,8 +178,7 @@ CollectiveEstimate library_collective(const LevelView& v, CollectiveOp op, doubl
   call.op = op;
   call.ranks = v.shape.size;
   call.nodes = nodes_spanned(v.cluster, v.shape);
-  const int group_nodes = v.cluster.levels[static_cast<std::size_t>(v.shape.top_level())].group_nodes;
-  call.beyond_group = group_nodes > 0 && call.nodes > group_nodes;
+  call.beyond_group = v.cluster.levels[static_cast<std::size_t>(v.shape.top_level())].spans_groups(call.nodes);
   call.bytes = m;
   if (ring_bandwidth_s <= 0.0 || m <= 0.0) {
     call.bus_Bps = 1.0;  // nothing to move: only the latency counts

@@ -260,8 +260,9 @@ std::string render_table(const scenario::Scenario& s, const scenario::Evaluation
     if (measured(lib.tree_step_s)) net += "; tree hops" + steps(engine::tree_step_s);
     if (lib.paced_rings) net += "; rings across nodes paced by their Simple step";
     // Past one group of the fabric (the outermost level's group_nodes) a tree keeps a share of its bandwidth.
-    if (const int g = c.levels.back().group_nodes; g > 0 && c.nodes > g && lib.tree_cross_group_share < 1.0) {
-      net += fmt::format("; trees past a group of {} nodes at {:.2f} of their bandwidth", g, lib.tree_cross_group_share);
+    if (c.levels.back().spans_groups(c.nodes) && lib.tree_cross_group_share < 1.0) {
+      net += fmt::format("; trees past a group of {} nodes at {:.2f} of their bandwidth", c.levels.back().group_nodes,
+                         lib.tree_cross_group_share);
     }
     if (lib.nvls) net += "; NVLS all-reduce inside a node";
     o += fmt::format("library   {}: picks by its tuning model; latency x{:.3g} ({}) ({})\n", core::library_label(lib),

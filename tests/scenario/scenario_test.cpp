@@ -1181,7 +1181,7 @@ TEST(Scenario, CollectiveLibraryKeysChangeThePresetsLibrary) {
       replace(kGood, "  nodes: 2", "  nodes: 2\n  collective_library: {tree_cross_group_share: 1}"), "s.yaml")[0];
   EXPECT_DOUBLE_EQ(share.cluster.library.tree_cross_group_share, 1.0);
   expect_error(replace(kGood, "  nodes: 2", "  nodes: 2\n  collective_library: {tree_cross_group_share: 1.5}"),
-               {6, 48, "cluster.collective_library.tree_cross_group_share", ""});
+               {6, 48, "cluster.collective_library.tree_cross_group_share", "a fraction in (0, 1]"});
   // NCCL's version picks its tuning table; RCCL and alpha-beta have none.
   const auto v21 = parse_scenarios(
       replace(kGood, "  nodes: 2", "  nodes: 2\n  collective_library: {library: nccl, version: \"2.21\"}"), "s.yaml")[0];
