@@ -13,7 +13,11 @@ namespace shardsim::core {
 
 enum class MlpKind { kGelu, kSwiglu };
 enum class NormKind { kLayerNorm, kRmsNorm };
-enum class PositionKind { kRotary, kLearned };
+/// Rotary embeddings (kernels on q and k in every block), learned absolute positions (a table beside the token
+/// embedding) or ALiBi (a per-head bias added to the attention scores where they are formed: no parameters and no
+/// kernels of its own; Press et al., arXiv 2108.12409; BLOOM, Megatron-DeepSpeed's --position-embedding-type alibi).
+enum class PositionKind { kRotary, kLearned, kAlibi };
+[[nodiscard]] const char* position_name(PositionKind p);
 
 struct ModelSpec {
   std::string name;

@@ -50,7 +50,8 @@ void apply_model_fields(const ConfigNode& n, core::ModelSpec& m) {
     m.norm = v->as_choice({"layernorm", "rmsnorm"}) == "layernorm" ? core::NormKind::kLayerNorm : core::NormKind::kRmsNorm;
   }
   if (auto v = n.find("position")) {
-    m.position = v->as_choice({"rotary", "learned"}) == "rotary" ? core::PositionKind::kRotary : core::PositionKind::kLearned;
+    const std::string p = v->as_choice({"rotary", "learned", "alibi"});
+    m.position = p == "rotary" ? core::PositionKind::kRotary : p == "learned" ? core::PositionKind::kLearned : core::PositionKind::kAlibi;
   }
   if (auto v = n.find("linear_bias")) m.linear_bias = v->as_bool();
   if (auto v = n.find("tied_embeddings")) m.tied_embeddings = v->as_bool();
@@ -497,7 +498,7 @@ std::string model_to_yaml(const core::ModelSpec& m) {
                    m.hidden, m.heads, m.kv_heads, m.ffn_hidden, m.vocab, m.seq_len);
   o += fmt::format("mlp: {}\nnorm: {}\nposition: {}\n", m.mlp == core::MlpKind::kGelu ? "gelu" : "swiglu",
                    m.norm == core::NormKind::kLayerNorm ? "layernorm" : "rmsnorm",
-                   m.position == core::PositionKind::kRotary ? "rotary" : "learned");
+                   core::position_name(m.position));
   o += fmt::format("linear_bias: {}\ntied_embeddings: {}\nfused_qkv: {}\n", m.linear_bias, m.tied_embeddings, m.fused_qkv);
   if (m.mlp == core::MlpKind::kSwiglu) o += fmt::format("fused_gate_up: {}\n", m.fused_gate_up);
   o += fmt::format("qkv_bias: {}\ndropout: {}\n", m.qkv_bias, m.dropout);

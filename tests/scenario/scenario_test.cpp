@@ -137,6 +137,22 @@ TEST(Scenario, FusedGateUpIsASwigluLayout) {
                {2, 46, "model.fused_gate_up", "only with mlp: swiglu"});
 }
 
+// ALiBi (BLOOM, Megatron-DeepSpeed's --position-embedding-type alibi) biases the attention scores where they are
+// formed: no position table beside the token embedding, unlike learned positions, and it is written back as it was
+// read; a kind shardsim does not know is refused with the three it does.
+TEST(Scenario, AlibiPositionsHaveNoParameters) {
+  const std::string custom = "model: {preset: gpt-neox-20b, position: POS}";
+  const auto alibi = parse_scenarios(replace(kGood, "model: llama2-7b", replace(custom, "POS", "alibi")), "s.yaml");
+  const auto learned = parse_scenarios(replace(kGood, "model: llama2-7b", replace(custom, "POS", "learned")), "s.yaml");
+  EXPECT_EQ(alibi[0].model.position, core::PositionKind::kAlibi);
+  const core::ModelSpec& m = alibi[0].model;
+  EXPECT_DOUBLE_EQ(m.embedding_params(), static_cast<double>(m.vocab) * m.hidden);
+  EXPECT_DOUBLE_EQ(learned[0].model.embedding_params() - m.embedding_params(), static_cast<double>(m.seq_len) * m.hidden);
+  EXPECT_NE(model_to_yaml(m).find("position: alibi\n"), std::string::npos);
+  expect_error(replace(kGood, "model: llama2-7b", replace(custom, "POS", "sinusoidal")),
+               {2, 41, "model.position", "alibi"});
+}
+
 TEST(Scenario, DegreesThatDoNotMultiplyToTheDeviceCount) {
   expect_error(replace(kGood, "  zero_stage: 3", "  zero_stage: 3\n  dp: 8"),
                {8, 7, "plan.dp", "8 x 1 x 1 = 8, but the cluster has 16 devices"});
