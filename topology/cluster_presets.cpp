@@ -305,11 +305,8 @@ core::ClusterSpec make_frontier() {
   set_peak(d, Dtype::kFp32, 47.9 * TF);   // [unverified] 256 FLOP/clk/CU matrix FP32 x 110 x 1.7 GHz
   d.hbm = core::Bytes(64.0 * core::kGiB);              // 64 GB HBM2E per GCD (F1); HBM capacity is binary
   d.hbm_bandwidth = BytesPerSec(1600.0 * GBps);        // 1.6 TB/s per GCD (F1)
-  // [guess] until calibrated against rocBLAS on MI250X. Published best-case bf16 torch.mm on one GCD brackets it:
-  // 147 TFLOP/s (76.7%; stas00/ml-engineering@37d41a74 compute/accelerator/README.md, ROCm 6.2, the fastest of
-  // 100 runs of one shape) and 127 (66%, another user in that repository's issue #76); at the H100's ratio of its
-  // fitted ceiling to its best case (0.699 / 0.80) they come to 0.67 and 0.58.
-  d.gemm_efficiency = 0.60;
+  // Fitted on Megatron-DeepSpeed runs on LUMI-G (core::kFittedMi250xGemmEfficiency).
+  d.gemm_efficiency = core::kFittedMi250xGemmEfficiency;
   // "theoretical 1.6 TB/s but achievable 1.3 TB/s per GCD" (AMD's answer on hip-stream in the LUMI course of May
   // 2023: Lumi-supercomputer/LUMI-training-materials@63255a79 docs/4day-20230530/
   // extra_2_06_Introduction_to_AMD_ROCm_Ecosystem.md)
@@ -331,7 +328,7 @@ core::ClusterSpec make_frontier() {
   d.runtime_reserved = core::Bytes(0.5 * core::kGiB);  // [guess] HIP context + RCCL channels
   d.source = "F1, F3";
   d.efficiency_source =
-      "GEMM ceiling [guess] (published best-case torch.mm: 0.58-0.67 at the H100's fitted-to-best ratio); HBM 1.3 of "
+      "GEMM ceiling fitted on lumi-megatron (Megatron-DeepSpeed GPT on LUMI-G, ROCm 5.2); HBM 1.3 of "
       "1.6 TB/s (AMD, LUMI course 2023); FlashAttention from ROCm's CK port on MI250 (ROCm/flash-attention@2554f490)";
   c.host.memory = core::Bytes(512e9);                  // 512 GB DDR4 (F1)
   c.host.memory_bandwidth = BytesPerSec(205.0 * GBps);  // (F2)

@@ -71,8 +71,9 @@ TEST(ModelParameters, FrontierNamesEveryLevelWithItsSource) {
   EXPECT_EQ(lat.source, "[guess]");
   EXPECT_DOUBLE_EQ(lat.lower, 0.5e-6);
   EXPECT_DOUBLE_EQ(lat.upper, 100e-6);
-  // Frontier's GEMM ceiling is a guess, its memory and attention efficiencies published measurements: the source says so.
-  EXPECT_EQ(named(ps, "device.gemm_efficiency").source.rfind("GEMM ceiling [guess]", 0), 0u);
+  // Frontier's GEMM ceiling is a fit to runs on LUMI-G, its memory and attention efficiencies published measurements:
+  // the source says so.
+  EXPECT_EQ(named(ps, "device.gemm_efficiency").source.rfind("GEMM ceiling fitted on lumi-megatron", 0), 0u);
   EXPECT_EQ(named(ps, "device.gemm_efficiency").unit, "");
   EXPECT_DOUBLE_EQ(named(ps, "host.link_bandwidth").upper, 36e9);
   EXPECT_FALSE(named(ps, "plan.workspace").affects_time);
