@@ -44,16 +44,25 @@ core::PartitionSpec lowered_shards(const core::ModelSpec& model, const core::Pla
 }
 
 std::vector<graph::TaskId> add_fallback_all_reduce(graph::TaskGraph& g, std::uint16_t role, std::uint16_t group,
-                                                   double elements, double grad_bytes, graph::TaskId after,
-                                                   std::int32_t micro) {
+                                                   double elements, double accum_bytes, double wire_bytes,
+                                                   graph::TaskId after, std::int32_t micro) {
+  using graph::Purpose;
+  using graph::Stream;
   std::vector<graph::TaskId> out;
   for (double done = 0.0; done < elements; done += kDeepSpeedAllReduceBucketElements) {
     const double piece = std::min(kDeepSpeedAllReduceBucketElements, elements - done);
-    const graph::TaskId r = g.add_collective(role, graph::Stream::kCompute, graph::CollectiveOp::kAllReduce,
-                                             graph::Purpose::kGradReduce, group, core::Bytes(piece * grad_bytes), -1,
-                                             micro);
-    g.add_dep(r, out.empty() ? after : out.back());
-    out.push_back(r);
+    // flatten (torch.cat: read and write the accumulator) and cast down to the communication dtype
+    const graph::TaskId down = g.add_kernel(role, Stream::kCompute, Purpose::kGradReduce, -1, micro,
+                                            core::Bytes(piece * (3.0 * accum_bytes + wire_bytes)));
+    g.add_dep(down, out.empty() ? after : out.back());
+    const graph::TaskId r = g.add_collective(role, Stream::kCompute, graph::CollectiveOp::kAllReduce,
+                                             Purpose::kGradReduce, group, core::Bytes(piece * wire_bytes), -1, micro);
+    g.add_dep(r, down);
+    // averaged in place (mul_), cast back into the flat buffer (copy_), unflattened into the gradients (copy_)
+    const graph::TaskId back = g.add_kernel(role, Stream::kCompute, Purpose::kGradReduce, -1, micro,
+                                            core::Bytes(piece * (3.0 * wire_bytes + 3.0 * accum_bytes)));
+    g.add_dep(back, r);
+    out.push_back(back);
   }
   return out;
 }

@@ -154,12 +154,15 @@ core::Bytes bf16_optimizer_step_bytes(double params, double shard, double param_
 /// deepspeed@v0.14.4 runtime/constants.py MEMORY_OPT_ALLREDUCE_SIZE: the elements of one fallback all-reduce
 inline constexpr double kDeepSpeedAllReduceBucketElements = 5e8;
 
-/** @brief The BF16_Optimizer's reduction of `elements` fp32 gradients (`grad_bytes` each) over `group`: one
- *  all-reduce per MEMORY_OPT_ALLREDUCE_SIZE elements, each on the compute stream after the one before, the first
- *  after `after` (buffered_allreduce_fallback). Returns the reductions in order. */
+/** @brief The BF16_Optimizer's reduction of `elements` gradients kept in `accum_bytes` (fp32) over `group`, one
+ *  bucket of MEMORY_OPT_ALLREDUCE_SIZE elements after another on the compute stream, the first after `after`
+ *  (buffered_allreduce_fallback). Each bucket travels in DeepSpeed's communication dtype, `wire_bytes` per element
+ *  (engine.py allreduce_bucket casts to communication_data_type, the training dtype unless the config names one:
+ *  bf16), and around it the memory-bound work of allreduce_bucket and allreduce_and_copy: the bucket flattened and
+ *  cast down before, averaged, cast back and copied into the gradients after. Returns each bucket's last task. */
 std::vector<graph::TaskId> add_fallback_all_reduce(graph::TaskGraph& g, std::uint16_t role, std::uint16_t group,
-                                                   double elements, double grad_bytes, graph::TaskId after,
-                                                   std::int32_t micro);
+                                                   double elements, double accum_bytes, double wire_bytes,
+                                                   graph::TaskId after, std::int32_t micro);
 
 /** @brief plan.shards(), with the optimizer partitioned over the data-parallel ranks where DeepSpeed's
  *  BF16_Optimizer runs (deepspeed_bf16_optimizer). */

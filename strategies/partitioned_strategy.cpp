@@ -679,10 +679,11 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
     }
   }
   // The BF16_Optimizer's fp32 gradients all-reduced after the last backward, MEMORY_OPT_ALLREDUCE_SIZE elements at
-  // a time, each call on the compute stream after the one before (buffered_allreduce_fallback).
+  // a time, each call on the compute stream after the one before (buffered_allreduce_fallback), in bf16 on the wire.
   const std::vector<TaskId> late_reductions =
       bf16_optimizer && n > 1
-          ? add_fallback_all_reduce(g, role, dp_group, costs.params_per_rank, gb, bwd_compute[0], micros - 1)
+          ? add_fallback_all_reduce(g, role, dp_group, costs.params_per_rank, gb,
+                                    core::dtype_bytes(model.grad_dtype), bwd_compute[0], micros - 1)
           : std::vector<TaskId>{};
 
   // ---------------- step ----------------

@@ -188,14 +188,15 @@ void PipelineStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) const
     bwd_done[at(op.chunk, op.micro)] = last;
     last_gpu[role] = last;
   };
-  // The BF16_Optimizer's fp32 all-reduce of one stage's gradients, in MEMORY_OPT_ALLREDUCE_SIZE buckets one after
+  // The BF16_Optimizer's all-reduce of one stage's fp32 gradients (bf16 on the wire), in MEMORY_OPT_ALLREDUCE_SIZE buckets one after
   // another on the compute stream, after the stage's last pass (buffered_allreduce_fallback).
   std::vector<std::vector<TaskId>> late_reductions(static_cast<std::size_t>(p));
   auto reduce_after_flush = [&](int s) {
     const auto& after = last_gpu[static_cast<std::size_t>(s)];
     if (!bf16_optimizer || dp <= 1 || !after) return;
     late_reductions[static_cast<std::size_t>(s)] = add_fallback_all_reduce(
-        g, static_cast<std::uint16_t>(s), dp_group, stage_params[static_cast<std::size_t>(s)], gb, *after, m - 1);
+        g, static_cast<std::uint16_t>(s), dp_group, stage_params[static_cast<std::size_t>(s)], gb,
+        core::dtype_bytes(model.grad_dtype), *after, m - 1);
   };
 
   // DeepSpeed's pipeline engine and Megatron-LM take the gradient norm over the whole model (for clipping and the
