@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <initializer_list>
+#include <string>
+
 #include <nlohmann/json.hpp>
 
 #include "sim/core/errors.hpp"
@@ -14,7 +17,7 @@ namespace {
 using nlohmann::json;
 
 // The families whose shape maps onto shardsim's transformer block.
-constexpr const char* kFamilies = "gpt2, gpt_neox, llama, mistral or qwen2";
+constexpr const char* kFamilies = "gpt2, bloom, gpt_neox, llama, mistral or qwen2";
 
 struct Reader {
   const json& j;
@@ -29,6 +32,15 @@ struct Reader {
       throw core::ConfigError(where(), key, fmt::format("expected a positive integer, got {}", v.dump()));
     }
     return static_cast<int>(v.get<long long>());
+  }
+  /// The first of `keys` the config has (a family may spell one field two ways), as positive().
+  int first_positive(std::initializer_list<const char*> keys) const {
+    for (const char* key : keys) {
+      if (j.contains(key) && !j.at(key).is_null()) return positive(key);
+    }
+    std::string names;
+    for (const char* key : keys) names += fmt::format("{}{}", names.empty() ? "" : " or ", key);
+    throw core::ConfigError(where(), *keys.begin(), fmt::format("missing required field ({})", names));
   }
   int positive_or(const char* key, int fallback) const {
     if (!j.contains(key) || j.at(key).is_null()) return fallback;
@@ -80,6 +92,24 @@ core::ModelSpec parse_hf_config(const std::string& text, const std::string& file
     m.linear_bias = true;
     m.tied_embeddings = r.flag_or("tie_word_embeddings", true);  // GPT2LMHeadModel ties its head to wte
     m.fused_qkv = true;                                           // c_attn: one projection
+  } else if (type == "bloom") {
+    // BloomConfig's own key names (transformers models/bloom/configuration_bloom.py): n_layer and n_head (or their
+    // attribute-map aliases), hidden_size (n_embed in older configs), n_inner (null: 4 x hidden). ALiBi positions:
+    // no max_position_embeddings, so the length comes from seq_length where a config has it, else from the
+    // scenario's model.seq_len. The LayerNorm after the word embeddings is not modelled.
+    m.hidden = r.first_positive({"hidden_size", "n_embed"});
+    m.layers = r.first_positive({"n_layer", "num_hidden_layers"});
+    m.heads = r.first_positive({"n_head", "num_attention_heads"});
+    m.ffn_hidden = r.positive_or("n_inner", 4 * m.hidden);
+    m.vocab = r.positive("vocab_size");
+    m.seq_len = r.positive_or("seq_length", 0);
+    m.kv_heads = m.heads;
+    m.position = core::PositionKind::kAlibi;
+    m.mlp = core::MlpKind::kGelu;
+    m.norm = core::NormKind::kLayerNorm;
+    m.linear_bias = true;
+    m.tied_embeddings = r.flag_or("tie_word_embeddings", true);  // BloomForCausalLM ties lm_head to word_embeddings
+    m.fused_qkv = true;                                           // self_attention.query_key_value
   } else {
     m.hidden = r.positive("hidden_size");
     m.layers = r.positive("num_hidden_layers");

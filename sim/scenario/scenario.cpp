@@ -95,9 +95,13 @@ core::ModelSpec parse_model(const ConfigNode& n, const std::filesystem::path& ba
     if (path.is_relative()) path = base_dir / path;
     if (!std::filesystem::exists(path)) h->fail(fmt::format("file '{}' does not exist", path.string()));
     m = load_hf_config(path.string());
+    if (!n.has("seq_len") && m.seq_len == 0) {
+      h->fail(fmt::format("'{}' gives no sequence length (its positions are ALiBi's): set model.seq_len",
+                          path.filename().string()));
+    }
     if (!n.has("seq_len")) {
-      m.note = fmt::format("seq_len {} is the config's max_position_embeddings; model.seq_len sets the length you "
-                           "train on", m.seq_len);
+      m.note = fmt::format("seq_len {} is the config's {}; model.seq_len sets the length you train on", m.seq_len,
+                           m.position == core::PositionKind::kAlibi ? "seq_length" : "max_position_embeddings");
     }
   } else {
     for (const char* key : {"layers", "hidden", "heads", "ffn_hidden", "vocab", "seq_len"}) (void)n.get(key);

@@ -57,6 +57,49 @@ TEST(HfConfig, ReadsGpt2ByItsOwnKeyNames) {
   EXPECT_TRUE(m.dropout);  // resid_pdrop, attn_pdrop, embd_pdrop 0.1
 }
 
+// BLOOM-176B's config.json (Hugging Face bigscience/bloom, transformers 4.21.0): BloomConfig's key names, ALiBi
+// positions (no position table), tied embeddings, no dropout. Its model card: 176,247,271,424 parameters, of which
+// shardsim leaves out the LayerNorm after the word embeddings (2 x 14,336).
+TEST(HfConfig, ReadsBloomWithAlibiPositions) {
+  const core::ModelSpec m = load_hf_config(kData + "bloom_config.json");
+  EXPECT_EQ(m.layers, 70);
+  EXPECT_EQ(m.hidden, 14336);
+  EXPECT_EQ(m.heads, 112);
+  EXPECT_EQ(m.ffn_hidden, 4 * 14336);
+  EXPECT_EQ(m.vocab, 250880);
+  EXPECT_EQ(m.position, core::PositionKind::kAlibi);
+  EXPECT_TRUE(m.tied_embeddings);
+  EXPECT_FALSE(m.dropout);
+  EXPECT_EQ(m.seq_len, 0);  // ALiBi: the config has no length
+  EXPECT_DOUBLE_EQ(m.total_params(), 176'247'271'424.0 - 2.0 * 14336);
+  // Older configs spell the width n_embed; a config without either names both.
+  EXPECT_EQ(parse_hf_config(R"({"model_type": "bloom", "n_embed": 1024, "n_layer": 24, "num_attention_heads": 16,
+                                "vocab_size": 250880, "seq_length": 2048})",
+                            "config.json")
+                .hidden,
+            1024);
+  try {
+    (void)parse_hf_config(R"({"model_type": "bloom", "n_layer": 2, "n_head": 2, "vocab_size": 8})", "config.json");
+    FAIL() << "expected a ConfigError";
+  } catch (const core::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("missing required field (hidden_size or n_embed)"), std::string::npos)
+        << e.what();
+  }
+  // A scenario must then say how long its sequences are.
+  const std::string head = "model:\n  hf_config: '" + kData + "bloom_config.json'\n";
+  const std::string rest = "cluster: {preset: dgx-a100, nodes: 48}\nplan: {tp: 4, pp: 12, micro_batch: 2, global_batch: 2048}\n";
+  try {
+    (void)parse_scenarios(head + rest, "s.yaml");
+    FAIL() << "expected a ConfigError";
+  } catch (const core::ConfigError& e) {
+    EXPECT_EQ(e.where().line, 2) << e.what();
+    EXPECT_NE(std::string(e.what()).find("gives no sequence length (its positions are ALiBi's): set model.seq_len"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(parse_scenarios(head + "  seq_len: 2048\n" + rest, "s.yaml").at(0).model.seq_len, 2048);
+}
+
 // Dropout as the config gives it: Qwen2's attention_dropout 0.0 (and no other) means none, as in the presets of the
 // families that train without it.
 TEST(HfConfig, DropoutIsTheConfigs) {
