@@ -120,6 +120,20 @@ void PipelineStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) const
     if (const auto& before = last_gpu[role]; before) g.add_dep(w, *before);
   };
 
+  // Without sequence parallelism a boundary tensor crosses stages as this rank's 1/tp of it, and the receiver gathers
+  // the whole over its tensor-parallel group on the compute stream before it uses it: Megatron's scatter-gather
+  // exchange (deepspeedai/Megatron-DeepSpeed@4efb479d megatron/p2p_communication.py:113-122, gather_split_1d_tensor)
+  // and DeepSpeed's partitioned pipe tensors (deepspeed@v0.14.0 runtime/pipe/engine.py:663-670 and 770-777,
+  // PartitionedTensor.full()). DeepSpeed also gathers a stage's own partitioned output again before its backward
+  // (engine.py:755-762). With sequence parallelism the tensor is already split by sequence and used as it is.
+  const bool gathers_boundary = plan.tp > 1 && !plan.sequence_parallel;
+  auto gathered = [&](TaskId after, int unit, int micro) {
+    const TaskId full = g.add_collective(role, Stream::kCompute, CollectiveOp::kAllGather, Purpose::kPipeline, tp_group,
+                                         costs.tp_allreduce_bytes, unit, micro);
+    g.add_dep(full, after);
+    return full;
+  };
+
   auto lower_forward = [&](const PipelineOp& op) {
     std::optional<TaskId> recv;
     if (op.chunk > 0) {
@@ -127,6 +141,7 @@ void PipelineStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) const
                               layout.units(op.chunk).front(), op.micro);
       g.add_dep(*recv, *fwd_done[at(op.chunk - 1, op.micro)]);
       host_sync(*recv, Phase::kForward, layout.units(op.chunk).front(), op.micro);
+      if (gathers_boundary) recv = gathered(*recv, layout.units(op.chunk).front(), op.micro);
     }
     TaskId last = 0;
     bool first = true;
@@ -153,6 +168,15 @@ void PipelineStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) const
                               layout.units(op.chunk).back(), op.micro);
       g.add_dep(*recv, *bwd_done[at(op.chunk + 1, op.micro)]);
       host_sync(*recv, Phase::kBackward, layout.units(op.chunk).back(), op.micro);
+      if (gathers_boundary) {
+        if (plan.framework == core::Framework::kDeepSpeed && last_gpu[role]) {
+          // DeepSpeed's own output, on the compute stream after what ran before, the received gradient's after it.
+          const TaskId own = gathered(*last_gpu[role], layout.units(op.chunk).back(), op.micro);
+          g.add_dep(own, *recv);
+          recv = own;
+        }
+        recv = gathered(*recv, layout.units(op.chunk).back(), op.micro);
+      }
     }
     const bool reduce = dp > 1 && op.micro == m - 1 && !bf16_optimizer;
     auto& bk = buckets[role];

@@ -165,9 +165,9 @@ TEST(Validate, PaperClaims) {
       // path): the tensor-parallel pairs inside a node no longer pay the codec. Naive "held" by the band's rule
       // (within 25%, on the published side of 1) with 0.2% of the measured 22.5%: a miss by the effect rule. The
       // baseline here is compute-bound. The same for samples per second (+23.6% / +12.7% published).
-      {"lassen-naive-over-baseline", {false, 1.002}},
+      {"lassen-naive-over-baseline", {false, 1.004}},
       {"lassen-hybrid-over-baseline", {false, 0.999}},
-      {"lassen-naive-samples-over-baseline", {false, 1.002}},
+      {"lassen-naive-samples-over-baseline", {false, 1.004}},
       {"lassen-hybrid-samples-over-baseline", {false, 0.999}},
       // ZeRO++ (DeepSpeed's blog, 384 V100s): ZeRO++ / ZeRO-3 from 100 to 400 Gb/s per node. Within the band once a
       // process group's collectives run one at a time (ZeRO-3's gathers and reductions share one NCCL stream); the

@@ -304,3 +304,47 @@ TEST(PipelineStrategy, MegatronsExchangesHoldTheHostToTheSchedule) {
 
 }  // namespace
 }  // namespace shardsim::strategies
+
+namespace shardsim::strategies {
+namespace {
+
+// With tensor parallelism and no sequence parallelism a boundary tensor crosses stages as each rank's 1/tp of it and
+// the receiver gathers it back over its tensor-parallel group before using it (Megatron's scatter-gather exchange,
+// DeepSpeed's partitioned pipe tensors); DeepSpeed also gathers a stage's own partitioned output before its
+// backward. With sequence parallelism the split tensor is used as it is.
+TEST(PipelineStrategy, PartitionedBoundaryTensorsAreGatheredOverTheTensorParallelGroup) {
+  auto gathers = [](core::Framework framework, bool sequence_parallel) {
+    const core::ModelSpec m = uniform_model(8);
+    const core::ClusterSpec cluster = testing::flat(4);
+    core::PlanSpec plan;
+    plan.pp = 2;
+    plan.tp = 2;
+    plan.dp = 1;
+    plan.global_batch = 3;  // 3 micro-batches
+    plan.framework = framework;
+    plan.sequence_parallel = sequence_parallel;
+    const ModelCosts costs = compute_model_costs(m, plan);
+    graph::TaskGraph g;
+    PipelineStrategy().lower(LoweringInput{m, cluster, plan, costs}, g);
+    int n = 0;
+    for (graph::TaskId t = 0; t < g.size(); ++t) {
+      const auto& task = g.tasks()[t];
+      if (task.purpose != graph::Purpose::kPipeline || task.op != graph::CollectiveOp::kAllGather) continue;
+      ++n;
+      EXPECT_EQ(task.stream, graph::Stream::kCompute);
+      EXPECT_EQ(task.bytes, costs.tp_allreduce_bytes.value());  // the whole tensor, tp x what crossed the stages
+      bool after_exchange = false;
+      for (graph::TaskId d : g.deps(t)) after_exchange |= g.tasks()[d].purpose == graph::Purpose::kPipeline;
+      EXPECT_TRUE(after_exchange) << g.label(t);
+    }
+    return n;
+  };
+  // Per micro-batch: the second stage's received activation and the first stage's received gradient.
+  EXPECT_EQ(gathers(core::Framework::kMegatron, false), 3 * 2);
+  // DeepSpeed: and the first stage's own output before its backward.
+  EXPECT_EQ(gathers(core::Framework::kDeepSpeed, false), 3 * 3);
+  EXPECT_EQ(gathers(core::Framework::kMegatron, true), 0);
+}
+
+}  // namespace
+}  // namespace shardsim::strategies
