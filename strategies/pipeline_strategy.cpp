@@ -212,8 +212,8 @@ void PipelineStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) const
     bwd_done[at(op.chunk, op.micro)] = last;
     last_gpu[role] = last;
   };
-  // The BF16_Optimizer's all-reduce of one stage's fp32 gradients (bf16 on the wire), in MEMORY_OPT_ALLREDUCE_SIZE buckets one after
-  // another on the compute stream, after the stage's last pass (buffered_allreduce_fallback).
+  // The BF16_Optimizer's all-reduce of one stage's fp32 gradients (bf16 on the wire), in MEMORY_OPT_ALLREDUCE_SIZE
+  // buckets one after another on the compute stream, after the stage's last pass (buffered_allreduce_fallback).
   std::vector<std::vector<TaskId>> late_reductions(static_cast<std::size_t>(p));
   auto reduce_after_flush = [&](int s) {
     const auto& after = last_gpu[static_cast<std::size_t>(s)];
