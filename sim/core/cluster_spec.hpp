@@ -262,8 +262,8 @@ inline constexpr double kFittedA100AttentionBackward = 0.2682;
 /// The MI250X GCD's GEMM ceiling, fitted on lumi-megatron (Megatron-DeepSpeed GPT 7B-175B on 32-128 LUMI-G GCDs,
 /// ROCm 5.2 with BigScience's Megatron: GEMMs, unfused attention's batched GEMMs and memory-bound kernels, compute
 /// 90% of each iteration): `shardsim calibrate --set lumi-megatron --fit device.gemm_efficiency` (0.458 +- 0.007; the
-/// four runs 20.7% -> 2.1% mean error; the test DeviceFit.Mi250xGemmIsTheFitToLumiMegatron refits it). Held out: the
-/// 175B on 256-2,048 GCDs and the 33B on 256 (lumi-megatron-scaling, 25.8% -> 7.4%), GPT-NeoX 6.7B with ZeRO-1 in
+/// four runs 20.6% -> 2.1% mean error; the test DeviceFit.Mi250xGemmIsTheFitToLumiMegatron refits it). Held out: the
+/// 175B on 256-2,048 GCDs and the 33B on 256 (lumi-megatron-scaling, 25.6% -> 7.2%), GPT-NeoX 6.7B with ZeRO-1 in
 /// fp16 on one node (lumi-gpt-neox, -29.0% -> -10.6%). It had been guessed at 0.60 from published best-case torch.mm
 /// on one GCD (147 TFLOP/s, ROCm 6.2: stas00/ml-engineering@37d41a74 compute/accelerator/README.md); Megatron's 2023
 /// stack on ROCm 5.x reached 70-72 TFLOP/s per GCD with recomputation counted, as Dash et al. report for Frontier
