@@ -73,6 +73,11 @@ double gradient_bytes(const core::ModelSpec& model, const core::PlanSpec& plan) 
   return core::dtype_bytes(model.grad_dtype);
 }
 
+double gradient_wire_bytes(const core::ModelSpec& model, const core::PlanSpec& plan) {
+  if (plan.framework != core::Framework::kDeepSpeed) return gradient_bytes(model, plan);
+  return core::dtype_bytes(plan.grad_comm_dtype.value_or(model.grad_dtype));
+}
+
 double gradient_memory_bytes(const core::ModelSpec& model, const core::PlanSpec& plan) {
   const double gb = gradient_bytes(model, plan);
   return deepspeed_bf16_optimizer(model, plan) ? gb + core::dtype_bytes(model.grad_dtype) : gb;

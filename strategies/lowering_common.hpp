@@ -173,6 +173,11 @@ core::PartitionSpec lowered_shards(const core::ModelSpec& model, const core::Pla
  *  accumulate_allreduce_grads_in_fp32), as does DeepSpeed's BF16_Optimizer (deepspeed_bf16_optimizer); the others
  *  in the model's gradient dtype. */
 double gradient_bytes(const core::ModelSpec& model, const core::PlanSpec& plan);
+
+/** @brief Bytes per gradient element on the wire of the gradient reductions: DeepSpeed casts each bucket to its
+ *  communication dtype (plan.grad_comm_dtype; unset, the training dtype, even where its BF16_Optimizer accumulates
+ *  in fp32); the others reduce what they keep (gradient_bytes). */
+double gradient_wire_bytes(const core::ModelSpec& model, const core::PlanSpec& plan);
 /** @brief Bytes per element of gradient memory: gradient_bytes, and under DeepSpeed's BF16_Optimizer the bf16
  *  gradients autograd writes beside the fp32 accumulators. */
 double gradient_memory_bytes(const core::ModelSpec& model, const core::PlanSpec& plan);

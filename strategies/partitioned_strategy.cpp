@@ -148,6 +148,7 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
 
   const double pb = core::dtype_bytes(model.param_dtype);
   const double gb = gradient_bytes(model, plan);
+  const double wire_gb = gradient_wire_bytes(model, plan);  // what the reductions carry per element
   const double k = model.optimizer_bytes_per_param();
   const ModelStates states =
       device_state_bytes(costs.params_per_rank, plan, sh, pb, gradient_memory_bytes(model, plan), k);
@@ -362,6 +363,10 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
     const int tensors = fill.tensors;
     const bool boundary = micro == micros - 1;
     const double elements = bytes / gb;
+    // What crosses the wire: DeepSpeed casts the bucket to its communication dtype first and the reduced share back
+    // after (recast, where that dtype is not the one the gradients are kept in).
+    const double wire = elements * wire_gb;
+    const bool recast = wire_gb != gb;
     TaskId last = producer;
     bool first = true;
     auto chain = [&](TaskId t) {
@@ -400,10 +405,11 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
       chain(g.add_collective(role, a_stream, shard_reduce, Purpose::kGradReduce, a_group, core::Bytes(rs_bytes), unit,
                              micro, static_cast<std::uint32_t>(calls)));
     };
+    if (recast) kernel(elements * (gb + wire_gb));
     if (hooked && !qgz && shard_reduce == CollectiveOp::kAllReduce) {
-      kernel(2.0 * bytes);
+      kernel(2.0 * wire);
     } else if (hooked && !qgz) {
-      laid_out(bytes, tensors);
+      laid_out(wire, tensors);
     }
     if (sh.grads > 1) {
       if (qgz) {
@@ -428,11 +434,11 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
           }
         }
         if (fill.unquantised > 0) {
-          laid_out(fill.unquantised_bytes, fill.unquantised);
-          reduce_scatter(fill.unquantised_bytes, fill.unquantised);
+          laid_out(fill.unquantised_bytes * wire_gb / gb, fill.unquantised);
+          reduce_scatter(fill.unquantised_bytes * wire_gb / gb, fill.unquantised);
         }
       } else {
-        reduce_scatter(bytes, 1);
+        reduce_scatter(wire, 1);
       }
     }
     // Whole gradients all-reduced bucket by bucket with the optimizer states sharded narrower than the group (InternEvo's
@@ -442,11 +448,11 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
     const bool flat_all_reduce = shard_reduce == CollectiveOp::kAllReduce && sh.grads == 1 && b_size > 1 && c_size > 1;
     if (boundary && flat_all_reduce) {
       chain(g.add_collective(role, reduce_stream, CollectiveOp::kAllReduce, Purpose::kGradReduce, dp_group,
-                             core::Bytes(bytes), unit, micro));
+                             core::Bytes(wire), unit, micro));
     }
     if (boundary && b_size > 1 && !flat_all_reduce) {
       chain(g.add_collective(role, reduce_stream, shard_reduce, Purpose::kGradReduce, b_group,
-                             core::Bytes(bytes / sh.grads), unit, micro));
+                             core::Bytes(wire / sh.grads), unit, micro));
     }
     if (boundary && c_size > 1 && !flat_all_reduce) {
       // DeepSpeed's MiCS all-reduces the bucket's gradient partitions across the replicas with all_reduce_coalesced
@@ -454,8 +460,9 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
       // as one ncclAllReduce per tensor inside a group: each pays the library's latency. Elsewhere one buffer.
       const int calls = mics && plan.framework == core::Framework::kDeepSpeed ? std::max(1, tensors) : 1;
       chain(g.add_collective(role, reduce_stream, CollectiveOp::kAllReduce, Purpose::kGradReduce, c_group,
-                             core::Bytes(bytes / sh.optimizer), unit, micro, static_cast<std::uint32_t>(calls)));
+                             core::Bytes(wire / sh.optimizer), unit, micro, static_cast<std::uint32_t>(calls)));
     }
+    if (recast) kernel(elements / sh.grads * (wire_gb + gb));
     if (plan.offload.optimizer) {
       // ZeRO-Offload: this rank's reduced share of the bucket goes to the host, where CPU Adam will read it.
       const double share = elements / (boundary ? sh.optimizer : sh.grads) * plan.offload.ratio;
@@ -682,8 +689,7 @@ void PartitionedStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) co
   // a time, each call on the compute stream after the one before (buffered_allreduce_fallback), in bf16 on the wire.
   const std::vector<TaskId> late_reductions =
       bf16_optimizer && n > 1
-          ? add_fallback_all_reduce(g, role, dp_group, costs.params_per_rank, gb,
-                                    core::dtype_bytes(model.grad_dtype), bwd_compute[0], micros - 1)
+          ? add_fallback_all_reduce(g, role, dp_group, costs.params_per_rank, gb, wire_gb, bwd_compute[0], micros - 1)
           : std::vector<TaskId>{};
 
   // ---------------- step ----------------

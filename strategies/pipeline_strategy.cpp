@@ -74,14 +74,29 @@ void PipelineStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) const
   const core::Bytes boundary_bytes = core::Bytes(costs.tp_allreduce_bytes.value() / plan.tp);
 
   std::uint16_t role = 0;  // the stage being lowered; the bucket emitter reads it
+  const double wire_gb = gradient_wire_bytes(model, plan);
   auto emit_reduction = [&](const BucketFill& fill, TaskId producer, int unit, int micro) {
     const double bytes = fill.bytes;
+    // On the wire in DeepSpeed's communication dtype: where that is not the gradients' own, the bucket is cast to
+    // it before and back after.
+    const double elements = bytes / gb;
+    const bool recast = wire_gb != gb;
+    TaskId before = producer;
+    if (recast) {
+      before = g.add_kernel(role, reduce_stream, Purpose::kGradReduce, unit, micro,
+                            core::Bytes(elements * (gb + wire_gb)));
+      g.add_dep(before, producer);
+    }
     const TaskId r = g.add_collective(role, reduce_stream, reduce_op, Purpose::kGradReduce, dp_group,
-                                      core::Bytes(bytes), unit, micro);
-    g.add_dep(r, producer);
+                                      core::Bytes(elements * wire_gb), unit, micro);
+    g.add_dep(r, before);
     g.add_mem(r, false, MemKind::kGradBuffer, core::Bytes(bytes));
     g.add_mem(r, true, MemKind::kGradBuffer, core::Bytes(-bytes));
-    return r;
+    if (!recast) return r;
+    const TaskId back = g.add_kernel(role, reduce_stream, Purpose::kGradReduce, unit, micro,
+                                     core::Bytes(elements * (wire_gb + gb)));
+    g.add_dep(back, r);
+    return back;
   };
   using Buckets = GradBuckets<decltype(emit_reduction)>;
   std::vector<Buckets> buckets;
@@ -220,7 +235,7 @@ void PipelineStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) const
     if (!bf16_optimizer || dp <= 1 || !after) return;
     late_reductions[static_cast<std::size_t>(s)] = add_fallback_all_reduce(
         g, static_cast<std::uint16_t>(s), dp_group, stage_params[static_cast<std::size_t>(s)], gb,
-        core::dtype_bytes(model.grad_dtype), *after, m - 1);
+        gradient_wire_bytes(model, plan), *after, m - 1);
   };
 
   // DeepSpeed's pipeline engine and Megatron-LM take the gradient norm over the whole model (for clipping and the

@@ -278,6 +278,10 @@ struct PlanSpec {
   /// BF16_Optimizer (its default there: deepspeed@v0.14.4 runtime/engine.py get_data_types). Unset: gradients
   /// accumulate in their own dtype (plain data parallelism for zero_stage 0)
   std::optional<Dtype> grad_accum_dtype;
+  /// DeepSpeed's communication_data_type: the dtype its gradient reductions travel in, each bucket cast to it before
+  /// and back after (deepspeed@v0.14.0 runtime/engine.py allreduce_bucket, stage_1_and_2.py average_tensor, stage3.py
+  /// __avg_scatter_grads). Unset: the training dtype, DeepSpeed's default (communication_data_type property).
+  std::optional<Dtype> grad_comm_dtype;
   /// whose model code runs the layers, for the framework thread's time per block (HostSpec::block_* or
   /// megatron_block_*): Megatron-DeepSpeed runs Megatron's under DeepSpeed's engine; unset: the framework's own
   /// (Megatron's for framework megatron, Hugging Face's otherwise)

@@ -86,7 +86,8 @@ std::string plan_line(const scenario::Scenario& s, const scenario::Evaluation& e
          (p.overlap_sync_grad ? "" : ", gradients reduced after the backward (overlap_sync_grad off)") +
          (p.param_sync == core::ParamSync::kBroadcast ? ", parameters synced by a broadcast per owner (InternEvo)" : "") +
          (p.pp > 1 && p.framework == core::Framework::kMegatron && !p.p2p_sync ? ", pipeline exchanges asynchronous" : "") +
-         (p.tp_comm_overlap ? ", TP exchanges overlapped with the GEMMs (userbuffers)" : "");
+         (p.tp_comm_overlap ? ", TP exchanges overlapped with the GEMMs (userbuffers)" : "") +
+         (p.grad_comm_dtype ? fmt::format(", gradients reduced in {}", core::dtype_name(*p.grad_comm_dtype)) : "");
 }
 
 // The host link and the optimizer step of an offloaded run, for rank role `role`: bytes and busy time per direction,
@@ -644,6 +645,7 @@ nlohmann::ordered_json to_json(const scenario::Scenario& s, const scenario::Eval
                {"param_sync", core::kParamSyncNames[static_cast<std::size_t>(p.param_sync)]},
                {"p2p_sync", p.p2p_sync},
                {"tp_comm_overlap", p.tp_comm_overlap},
+               {"grad_comm_dtype", p.grad_comm_dtype ? std::string(core::dtype_name(*p.grad_comm_dtype)) : "the training dtype"},
                {"gradient_buckets_all_reduced", p.reduces_buckets_by_all_reduce()},
                {"flash_attention", p.flash_attention},
                {"attention_kernel", core::attention_kernel_name(p.attention_kernel)},

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <tuple>
 #include <nlohmann/json.hpp>
@@ -120,13 +121,26 @@ DeepSpeedPlan parse_deepspeed_config(const std::string& text, const std::string&
       accum_given = true;
     }
   }
+  // The dtype gradient reductions travel in (communication_data_type; deepspeed@v0.14.0 runtime/config.py
+  // get_communication_data_type: "fp32", "fp16" or "bf16", any case; null is the training dtype).
+  if (j.contains("communication_data_type") && !j["communication_data_type"].is_null()) {
+    const json& v = j["communication_data_type"];
+    std::string name = v.is_string() ? v.get<std::string>() : std::string();
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+    if (name != "fp32" && name != "bf16" && name != "fp16") {
+      throw core::ConfigError(where, "communication_data_type",
+                              fmt::format("expected \"fp32\", \"bf16\" or \"fp16\", got {}", v.dump()));
+    }
+    add("grad_comm_dtype", name, "communication_data_type");
+  }
   auto bf16_without_zero = [&](const std::string& stage_key) {
     if (!accum_given && out.bf16 && *out.bf16) add("grad_accum_dtype", "fp32", stage_key + " with bf16.enabled");
   };
   // Everything else at the top level (optimizer, scheduler, clipping, logging) is not modelled: say so.
   for (const auto& [key, v] : j.items()) {
     if (key != "train_batch_size" && key != "train_micro_batch_size_per_gpu" && key != "zero_optimization" &&
-        key != "gradient_accumulation_steps" && key != "bf16" && key != "fp16" && key != "data_types") {
+        key != "gradient_accumulation_steps" && key != "bf16" && key != "fp16" && key != "data_types" &&
+        key != "communication_data_type") {
       out.ignored.push_back(key);
     }
   }

@@ -32,7 +32,7 @@ core::PlanSpec parse_plan(const ConfigNode& n, PlanDeferred& later) {
                 "model_persistence_threshold", "ddp_bucket",
                 "overlap_comm",
                 "use_multi_rank_bucket_allreduce", "reduce_scatter",
-                "flash_attention", "attention_kernel", "launch_blocking", "overlap_sync_param", "overlap_sync_grad", "param_sync", "p2p_sync", "tp_comm_overlap", "grad_accum_dtype", "collective_algorithm", "workspace",
+                "flash_attention", "attention_kernel", "launch_blocking", "overlap_sync_param", "overlap_sync_grad", "param_sync", "p2p_sync", "tp_comm_overlap", "grad_accum_dtype", "grad_comm_dtype", "collective_algorithm", "workspace",
                 "partition", "mics_shard_size",
                 "zero_hpz_partition_size", "zero_quantized_weights", "zero_quantized_gradients",
                 "quantization_block", "qgz_hops", "hierarchy", "virtual_stages", "sequence_parallel",
@@ -99,6 +99,10 @@ core::PlanSpec parse_plan(const ConfigNode& n, PlanDeferred& later) {
   if (auto v = n.find("grad_accum_dtype")) {
     p.grad_accum_dtype = *core::parse_dtype(v->as_choice({"fp32", "bf16", "fp16"}));
     later.grad_accum_dtype = v;
+  }
+  if (auto v = n.find("grad_comm_dtype")) {
+    p.grad_comm_dtype = *core::parse_dtype(v->as_choice({"fp32", "bf16", "fp16"}));
+    later.grad_comm_dtype = v;
   }
   if (auto v = n.find("framework")) {
     p.framework = *core::parse_framework(v->as_choice({"deepspeed", "fsdp", "megatron"}));
@@ -476,6 +480,11 @@ void resolve_plan(Scenario& s, const ConfigNode& root, const PlanDeferred& later
     later.grad_accum_dtype->fail(
         "fp32 accumulation is modelled as DeepSpeed's BF16_Optimizer: framework deepspeed, zero_stage 0 without "
         "another partition, offload or quantisation, and a bf16 model");
+  }
+  if (later.grad_comm_dtype && p.framework != core::Framework::kDeepSpeed) {
+    later.grad_comm_dtype->fail(fmt::format("grad_comm_dtype is DeepSpeed's communication_data_type (framework "
+                                            "deepspeed); framework {} reduces in its own dtype",
+                                            core::framework_name(p.framework)));
   }
   if (p.offload.optimizer) {
     const ConfigNode& o = *later.offload;

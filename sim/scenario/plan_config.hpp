@@ -15,7 +15,7 @@ namespace shardsim::scenario {
 /// kept for resolve_plan.
 struct PlanDeferred {
   std::optional<ConfigNode> params, grads, optimizer, secondary, mics, hops, hierarchy, qwz, qgz, compression, offload,
-      offload_param, sub_group, delayed_update, grad_accum_dtype, float8, reduce_scatter, overlap_sync_param, overlap_sync_grad, param_sync,
+      offload_param, sub_group, delayed_update, grad_accum_dtype, grad_comm_dtype, float8, reduce_scatter, overlap_sync_param, overlap_sync_grad, param_sync,
       p2p_sync, tp_comm_overlap;
 };
 

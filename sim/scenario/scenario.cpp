@@ -686,6 +686,7 @@ std::string plan_to_yaml(const core::PlanSpec& p, const core::ClusterSpec& clust
   if (p.shared_dp_group) o += fmt::format("shared_dp_group: {}\n", *p.shared_dp_group);
   // (another accumulation dtype is the gradients' own: what an unset key means)
   if (p.grad_accum_dtype == core::Dtype::kFp32) o += "grad_accum_dtype: fp32\n";
+  if (p.grad_comm_dtype) o += fmt::format("grad_comm_dtype: {}\n", core::dtype_name(*p.grad_comm_dtype));
   o += fmt::format("use_multi_rank_bucket_allreduce: {}\ncollective_algorithm: {}\n", p.bucket_all_reduce,
                    core::algorithm_name(p.algorithm));
   if (!p.reduce_scatter) o += "reduce_scatter: false\n";

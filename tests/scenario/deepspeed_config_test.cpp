@@ -86,6 +86,23 @@ TEST(DeepSpeedConfig, Bf16WithoutZeroIsTheBf16OptimizerUnlessDataTypesSaysOtherw
   }
 }
 
+// communication_data_type becomes grad_comm_dtype (DeepSpeed reads it in any case); another value is refused at
+// its key.
+TEST(DeepSpeedConfig, CommunicationDataTypeIsTheReductionsDtype) {
+  const auto plan = parse_scenarios(kScenario, "s.yaml",
+                                    parse_deepspeed_config(R"({"communication_data_type": "FP32"})", "ds.json").overrides)
+                        .at(0)
+                        .plan;
+  EXPECT_EQ(plan.grad_comm_dtype, std::optional<core::Dtype>(core::Dtype::kFp32));
+  EXPECT_TRUE(parse_deepspeed_config(R"({"communication_data_type": "bf16"})", "ds.json").ignored.empty());
+  try {
+    (void)parse_deepspeed_config(R"({"communication_data_type": "int8"})", "ds.json");
+    FAIL() << "accepted int8";
+  } catch (const core::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("communication_data_type"), std::string::npos) << e.what();
+  }
+}
+
 // ZeRO-1/2 as DeepSpeed 0.14 runs them unless the config says otherwise: buckets all-reduced
 // (use_multi_rank_bucket_allreduce; reduce_scatter: false as well), no overlap with backward.
 TEST(DeepSpeedConfig, ZeroOneAndTwoReductionFollowTheConfig) {

@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "sim/core/errors.hpp"
+#include "sim/report/report.hpp"
 #include "sim/scenario/evaluate.hpp"
 #include "topology/cluster_presets.hpp"
 #include "topology/link_topology.hpp"
@@ -648,6 +649,43 @@ TEST(ScenarioPlan, OverlapSyncGradIsInternEvosHookedReduction) {
   expect_error(replace(base, "zero_stage: 1", "framework: fsdp") + "  overlap_sync_grad: false\n",
                {5, 22, "plan.overlap_sync_grad", "framework fsdp"});
   expect_error(base + "  overlap_sync_grad: 0.5\n", {5, 22, "plan.overlap_sync_grad", "true or false"});
+}
+
+// grad_comm_dtype: DeepSpeed's communication_data_type. Unset, the reductions carry the training dtype; fp32 doubles
+// what a bf16 run's ZeRO reductions send and adds the casts before and after each bucket, and the BF16_Optimizer's
+// all-reduce carries fp32 as well; written back; DeepSpeed's alone.
+TEST(ScenarioPlan, GradCommDtypeIsDeepSpeedsCommunicationDataType) {
+  const std::string base = "model: {preset: llama2-7b, layers: 4}\ncluster: {preset: dgx-h100, nodes: 2}\nplan:\n"
+                           "  zero_stage: 2\n  micro_batch: 1\n  global_batch: 16\n";
+  auto reductions = [](const Evaluation& ev) {
+    double wire = 0.0, casts = 0.0;
+    for (const auto& t : ev.graph.tasks()) {
+      if (t.purpose != graph::Purpose::kGradReduce) continue;
+      (t.kind == graph::TaskKind::kCollective ? wire : casts) += t.bytes;
+    }
+    return std::pair{wire, casts};
+  };
+  const auto plain = parse_scenarios(base, "s.yaml").at(0);
+  EXPECT_FALSE(plain.plan.grad_comm_dtype.has_value());
+  const auto fp32 = parse_scenarios(base + "  grad_comm_dtype: fp32\n", "s.yaml").at(0);
+  ASSERT_EQ(fp32.plan.grad_comm_dtype, std::optional<core::Dtype>(core::Dtype::kFp32));
+  const auto [plain_wire, plain_casts] = reductions(evaluate(plain));
+  const auto [fp32_wire, fp32_casts] = reductions(evaluate(fp32));
+  ASSERT_GT(plain_wire, 0.0);
+  EXPECT_NEAR(fp32_wire, 2.0 * plain_wire, 1e-9 * plain_wire);
+  EXPECT_GT(fp32_casts, plain_casts);
+  // The BF16_Optimizer (bf16, no ZeRO stage): its fp32 gradients travel in bf16 unless the key says fp32.
+  const std::string z0 = replace(base, "zero_stage: 2", "zero_stage: 0\n  grad_accum_dtype: fp32");
+  const auto [bf16_wire, unused] = reductions(evaluate(parse_scenarios(z0, "s.yaml").at(0)));
+  const auto [fp32_z0_wire, unused2] = reductions(evaluate(parse_scenarios(z0 + "  grad_comm_dtype: fp32\n", "s.yaml").at(0)));
+  (void)unused;
+  (void)unused2;
+  EXPECT_NEAR(fp32_z0_wire, 2.0 * bf16_wire, 1e-9 * bf16_wire);
+  EXPECT_EQ(written_back(base + "  grad_comm_dtype: fp32\n", fp32, "grad_comm_dtype").plan.grad_comm_dtype,
+            std::optional<core::Dtype>(core::Dtype::kFp32));
+  EXPECT_NE(report::render_table(fp32, evaluate(fp32)).find(", gradients reduced in fp32"), std::string::npos);
+  expect_error(base + "  framework: fsdp\n  grad_comm_dtype: fp32\n", {8, 20, "plan.grad_comm_dtype", "framework fsdp"});
+  expect_error(base + "  grad_comm_dtype: fp8\n", {7, 20, "plan.grad_comm_dtype", "fp32, bf16, fp16"});
 }
 
 // p2p_sync: whether Megatron's pipeline exchanges synchronise the device (on by default, as Megatron-LM before
