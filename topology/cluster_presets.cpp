@@ -658,7 +658,6 @@ core::ClusterSpec make_dgx_a100() {
       level("infiniband", 1 << 20, 25.0, 1, 4.0,
             "D1 (8 x HDR 200 Gb/s per node); latency [guess]; groups: a SuperPOD unit's leaves [unverified]"),
   };
-  // The leaves of a DGX A100 SuperPOD's scalable unit: 20 nodes per unit, each rail's leaf switch under it [unverified].
   c.levels.back().group_nodes = kDgxA100UnitNodes;
   c.library = nccl(Library::Generation::kAmpere, true, Library::IntraLink::kNvlink,
                    "NCCL 2.18 tuning model; latency scale fitted to vTrain's measured A100 all-reduce");

@@ -26,15 +26,6 @@ double ModelSpec::params_per_layer() const {
   return p;
 }
 
-const char* position_name(PositionKind p) {
-  switch (p) {
-    case PositionKind::kRotary: return "rotary";
-    case PositionKind::kLearned: return "learned";
-    case PositionKind::kAlibi: return "alibi";
-  }
-  return "rotary";
-}
-
 double ModelSpec::embedding_params() const {
   double p = static_cast<double>(vocab) * hidden;
   if (position == PositionKind::kLearned) p += static_cast<double>(seq_len) * hidden;

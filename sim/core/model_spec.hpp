@@ -4,6 +4,7 @@
 // structure (QKV/out projections with grouped-query attention, GeLU or SwiGLU MLP, biases, norms,
 // embeddings), so GPT-NeoX-20B comes out at 20.55B and LLaMA-2-7B at 6.74B as published.
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sim/core/dtype.hpp"
@@ -17,7 +18,9 @@ enum class NormKind { kLayerNorm, kRmsNorm };
 /// embedding) or ALiBi (a per-head bias added to the attention scores where they are formed: no parameters and no
 /// kernels of its own; Press et al., arXiv 2108.12409; BLOOM, Megatron-DeepSpeed's --position-embedding-type alibi).
 enum class PositionKind { kRotary, kLearned, kAlibi };
-[[nodiscard]] const char* position_name(PositionKind p);
+/// the spellings of PositionKind, in enum order
+inline constexpr std::string_view kPositionNames[] = {"rotary", "learned", "alibi"};
+inline std::string_view position_name(PositionKind p) { return kPositionNames[static_cast<std::size_t>(p)]; }
 
 struct ModelSpec {
   std::string name;

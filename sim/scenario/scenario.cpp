@@ -49,10 +49,7 @@ void apply_model_fields(const ConfigNode& n, core::ModelSpec& m) {
   if (auto v = n.find("norm")) {
     m.norm = v->as_choice({"layernorm", "rmsnorm"}) == "layernorm" ? core::NormKind::kLayerNorm : core::NormKind::kRmsNorm;
   }
-  if (auto v = n.find("position")) {
-    const std::string p = v->as_choice({"rotary", "learned", "alibi"});
-    m.position = p == "rotary" ? core::PositionKind::kRotary : p == "learned" ? core::PositionKind::kLearned : core::PositionKind::kAlibi;
-  }
+  if (auto v = n.find("position")) m.position = named<core::PositionKind>(*v, core::kPositionNames);
   if (auto v = n.find("linear_bias")) m.linear_bias = v->as_bool();
   if (auto v = n.find("tied_embeddings")) m.tied_embeddings = v->as_bool();
   if (auto v = n.find("dropout")) m.dropout = v->as_bool();
