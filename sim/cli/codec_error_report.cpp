@@ -35,6 +35,11 @@ std::string reduction_label(const Reduction& r) {
   return "";
 }
 
+// A reduced sum whose error is as large as the sum itself carries nothing of it: at a low ZFP rate the ring's
+// recompressed partial sums grow hop by hop (the inverse transform of a truncated block overshoots its values, and
+// the next hop's block exponent follows), so past a few ranks the result is noise.
+bool sum_lost(const kernels::CodecError& e) { return e.ranks > 0 && !(e.sum_rel_rms < 1.0); }
+
 // A group of `ranks` reduced along a ring, at most kMaxSimulatedRanks of them simulated.
 Reduction ring_of(int ranks) { return {Reduction::Kind::kRing, std::min(ranks, kMaxSimulatedRanks), {}}; }
 
@@ -145,8 +150,9 @@ std::string render_codec_errors(const std::vector<CodecErrorRow>& rows, double c
       "values, measured with shardsim's codecs ({} values per rank, 32-bit):\n",
       uncompressed_s / compressed_s, core::format_seconds(core::Seconds(compressed_s)),
       core::format_seconds(core::Seconds(uncompressed_s)), kSampleValues);
-  o += fmt::format("  {:<11}{:<22}{:<18}{:>11}{:>8}{:>24}{:>26}{:>11}\n", "stream", "codec", "sample", "bits/value",
+  o += fmt::format("  {:<11}{:<22}{:<18}{:>11}{:>8}{:>24}{:>26}{:>14}\n", "stream", "codec", "sample", "bits/value",
                    "ratio", "value error rms / max", "reduced over", "sum error");
+  int lost = 0;
   for (const auto& r : rows) {
     const auto& e = r.error;
     std::string over = "-";
@@ -154,10 +160,15 @@ std::string render_codec_errors(const std::vector<CodecErrorRow>& rows, double c
       over = e.ranks < r.group_ranks ? fmt::format("{}, {} of {} ranks", r.reduction, e.ranks, r.group_ranks)
                                      : fmt::format("{}, {} ranks", r.reduction, e.ranks);
     }
-    o += fmt::format("  {:<11}{:<22}{:<18}{:>11.2f}{:>8}{:>24}{:>26}{:>11}\n", r.stream, r.codec, r.sample,
+    o += fmt::format("  {:<11}{:<22}{:<18}{:>11.2f}{:>8}{:>24}{:>26}{:>14}\n", r.stream, r.codec, r.sample,
                      e.bits_per_value, fmt::format("{:.2f}x", 32.0 / e.bits_per_value),
                      fmt::format("{:.2e} / {:.2e}", e.value_rel_rms, e.value_rel_max), over,
-                     e.ranks > 0 ? fmt::format("{:.2e}", e.sum_rel_rms) : std::string("-"));
+                     e.ranks > 0 ? fmt::format("{:.2e}{}", e.sum_rel_rms, sum_lost(e) ? " LOST" : "") : std::string("-"));
+    lost += sum_lost(e) ? 1 : 0;
+  }
+  if (lost > 0) {
+    o += "  LOST: a sum error of 1 or more: the reduced sum carries none of the exact one (its recompressed partial sums\n"
+         "  grow hop by hop at this setting); a codec setting that keeps more bits per value keeps the sum\n";
   }
   o += "  (ratio: of 32-bit values; the cost model takes each codec's ratio and speed from the plan: ";
   std::vector<std::string> seen;
@@ -180,10 +191,10 @@ std::string render_codec_error_summary(const std::string& variant, const std::ve
   for (const auto& r : rows) {
     o += fmt::format("; {} {} {:.1e}", r.stream, r.codec, r.error.value_rel_rms);
     if (r.error.ranks > 0) {
-      o += fmt::format(" (sum over {} ranks {:.1e})",
+      o += fmt::format(" (sum over {} ranks {:.1e}{})",
                        r.error.ranks < r.group_ranks ? fmt::format("{} of {}", r.error.ranks, r.group_ranks)
                                                      : fmt::format("{}", r.error.ranks),
-                       r.error.sum_rel_rms);
+                       r.error.sum_rel_rms, sum_lost(r.error) ? ": lost, the partial sums grow hop by hop" : "");
     }
   }
   return o + "\n";
@@ -213,6 +224,7 @@ nlohmann::ordered_json codec_errors_json(const std::vector<CodecErrorRow>& rows,
     s["group_ranks"] = r.group_ranks;
     s["simulated_ranks"] = r.error.ranks;
     s["sum_rel_rms"] = r.error.sum_rel_rms;
+    s["sum_lost"] = sum_lost(r.error);
     j["streams"].push_back(std::move(s));
   }
   return j;

@@ -733,6 +733,19 @@ TEST(Cli, CompressionErrorBesideTheSpeedUp) {
     EXPECT_GT(s["sum_rel_rms"].get<double>(), s["value_rel_rms"].get<double>() * 0.5);
   }
   EXPECT_GT(j["speedup"].get<double>(), 0.0);
+  EXPECT_EQ(r.out.find("LOST"), std::string::npos) << r.out;
+  for (const auto& s : j["streams"]) EXPECT_FALSE(s["sum_lost"].get<bool>());
+  // At 4 bits per value the ring's sum over 24 ranks is noise: the report says so, and the JSON flags it.
+  std::ofstream(d / "lost.yaml") << "model: {preset: gpt-neox-20b, layers: 4}\ncluster: {preset: lassen, nodes: 24}\n"
+                                    "plan: {zero_stage: 1, micro_batch: 1, global_batch: 96, recompute: full,\n"
+                                    "  compression: {gradients: {codec: zfp, rate: 4}}}\n";
+  const Outcome l = run("run '" + (d / "lost.yaml").string() + "' --json '" + (d / "l.json").string() + "'");
+  ASSERT_EQ(l.code, 0) << l.out;
+  EXPECT_NE(l.out.find("LOST: a sum error of 1 or more"), std::string::npos) << l.out;
+  const auto lj = nlohmann::json::parse(read(d / "l.json"))["results"][0]["compression_error"]["streams"];
+  ASSERT_EQ(lj.size(), 1u);
+  EXPECT_TRUE(lj[0]["sum_lost"].get<bool>());
+  EXPECT_GT(lj[0]["sum_rel_rms"].get<double>(), 1.0);
   // Tensor parallelism across two nodes is compressed: MPC, lossless, over the 8 ranks of the group.
   std::ofstream(d / "t.yaml") << "model: {preset: gpt-neox-20b, layers: 4}\ncluster: {preset: lassen, nodes: 4}\n"
                                  "plan: {tp: 8, zero_stage: 1, micro_batch: 1, global_batch: 16, recompute: full,\n"

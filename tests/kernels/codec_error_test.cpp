@@ -52,6 +52,19 @@ TEST(CodecError, ZfpErrorFallsWithRateAndGrowsAlongTheRing) {
   EXPECT_GT(many.sum_rel_rms, two.sum_rel_rms);
 }
 
+// At 4 bits per value ZFP keeps little more than each block's exponent: a block's decoded values overshoot, the next
+// hop's partial sum takes a larger exponent, and along the ring the error compounds until the sum is noise (more than
+// the sum itself by 24 ranks), where 8 bits keep it below one.
+TEST(CodecError, LowZfpRatesLoseARingsSum) {
+  const auto grads = ranks_of(SampleKind::kGradient);
+  const CodecError r4 = measure_codec_error({CodecChoice::Kind::kZfp, 4.0}, {Reduction::Kind::kRing, 24, {}}, grads);
+  const CodecError r8 = measure_codec_error({CodecChoice::Kind::kZfp, 8.0}, {Reduction::Kind::kRing, 24, {}}, grads);
+  EXPECT_GT(r4.sum_rel_rms, 100.0);
+  EXPECT_LT(r8.sum_rel_rms, 1.0);
+  const CodecError r4_8 = measure_codec_error({CodecChoice::Kind::kZfp, 4.0}, {Reduction::Kind::kRing, 8, {}}, grads);
+  EXPECT_GT(r4.sum_rel_rms, 10.0 * r4_8.sum_rel_rms);  // grows faster than linearly in the hops
+}
+
 // ZeRO++'s INT8 blocks: 8 bits and a 32-bit scale per block; every value within half a step (max|x| / 254).
 TEST(CodecError, Int8BlocksStayWithinHalfAStep) {
   const CodecError e = measure_codec_error({CodecChoice::Kind::kInt8Block, 0.0, 1024}, {}, ranks_of(SampleKind::kWeight));
