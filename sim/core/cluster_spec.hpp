@@ -261,15 +261,16 @@ inline constexpr double kFittedA100AttentionForward = 0.5189;
 inline constexpr double kFittedA100AttentionBackward = 0.2682;
 /// The MI250X GCD's GEMM ceiling, fitted on lumi-megatron (Megatron-DeepSpeed GPT 7B-175B on 32-128 LUMI-G GCDs,
 /// ROCm 5.2 with BigScience's Megatron: GEMMs, unfused attention's batched GEMMs and memory-bound kernels, compute
-/// 90% of each iteration): `shardsim calibrate --set lumi-megatron --fit device.gemm_efficiency` (0.458 +- 0.007; the
-/// four runs 20.6% -> 2.1% mean error; the test DeviceFit.Mi250xGemmIsTheFitToLumiMegatron refits it). Held out: the
-/// 175B on 256-2,048 GCDs and the 33B on 256 (lumi-megatron-scaling, 25.6% -> 7.2%), GPT-NeoX 6.7B with ZeRO-1 in
-/// fp16 on one node (lumi-gpt-neox, -29.0% -> -10.6%). It had been guessed at 0.60 from published best-case torch.mm
+/// 90% of each iteration): `shardsim calibrate --set lumi-megatron --fit device.gemm_efficiency` (0.459 +- 0.008; the
+/// four runs 20.6% -> 2.2% mean error; the test DeviceFit.Mi250xGemmIsTheFitToLumiMegatron refits it). Held out: the
+/// 175B on 256-2,048 GCDs and the 33B on 256 (lumi-megatron-scaling, 25.6% -> 4.2%), GPT-NeoX 6.7B with ZeRO-1 in
+/// fp16 on one node (lumi-gpt-neox, -29.0% -> -10.9%). The runs' network is the 2023 stack's as their own logs time it
+/// (validate/data/collectives/machines/lumi-g-2023.yaml); refitted when it was (0.4577 at the 2024 RCCL's rate). It had been guessed at 0.60 from published best-case torch.mm
 /// on one GCD (147 TFLOP/s, ROCm 6.2: stas00/ml-engineering@37d41a74 compute/accelerator/README.md); Megatron's 2023
 /// stack on ROCm 5.x reached 70-72 TFLOP/s per GCD with recomputation counted, as Dash et al. report for Frontier
 /// (38% of peak for 22B, arXiv 2312.12705). Newer ROCm and hipBLASLt may reach more: `shardsim calibrate` on a
 /// user's runs replaces it.
-inline constexpr double kFittedMi250xGemmEfficiency = 0.4577;
+inline constexpr double kFittedMi250xGemmEfficiency = 0.4593;
 
 /// The H100's rates for llm-foundry's Triton FlashAttention (flash-attn's Triton port, attn_impl triton: Triton
 /// kernels with no Hopper-specific instructions, unlike the FlashAttention-2 CUDA kernels its preset measures):
