@@ -216,6 +216,121 @@ std::vector<CollectiveSample> parse_csv(const std::string& text, const std::stri
   return out;
 }
 
+// DeepSpeed's communication logger (comms_logger with verbose on: deepspeed@v0.14.0 utils/comms_logging.py append):
+// one line per timed operation, "comm op: NAME | time (ms): T | msg size: S UNIT | algbw (Gbps): ... | busbw ...",
+// NAME followed by " | [Caller Func: F]" under debug, S to two decimals of 1024-based units (convert_size). Its size
+// is the tensor DeepSpeed's wrapper names (comm/utils.py get_msg_size_from_args): an all-gather's input, one rank's
+// share, so the full output is S x ranks; a reduce-scatter's and an all-reduce's full input; a message's whole.
+// DeepSpeed's names for the collectives shardsim models; the all-gathers' size is one rank's share.
+struct DeepSpeedOp {
+  std::string_view name;
+  graph::CollectiveOp op;
+  bool per_rank_size;
+};
+constexpr std::array<DeepSpeedOp, 14> kDeepSpeedOps = {{
+    {"all_reduce", graph::CollectiveOp::kAllReduce, false},
+    {"all_reduce_coalesced", graph::CollectiveOp::kAllReduce, false},
+    {"inference_all_reduce", graph::CollectiveOp::kAllReduce, false},
+    {"all_gather", graph::CollectiveOp::kAllGather, true},
+    {"all_gather_into_tensor", graph::CollectiveOp::kAllGather, true},
+    {"allgather_fn", graph::CollectiveOp::kAllGather, true},
+    {"reduce_scatter", graph::CollectiveOp::kReduceScatter, false},
+    {"reduce_scatter_tensor", graph::CollectiveOp::kReduceScatter, false},
+    {"reduce_scatter_fn", graph::CollectiveOp::kReduceScatter, false},
+    {"all_to_all_single", graph::CollectiveOp::kAllToAll, false},
+    {"send", graph::CollectiveOp::kSendRecv, false},
+    {"recv", graph::CollectiveOp::kSendRecv, false},
+    {"isend", graph::CollectiveOp::kSendRecv, false},
+    {"irecv", graph::CollectiveOp::kSendRecv, false},
+}};
+
+// Whether a line outside comments has the logger's "comm op: ... time (ms): " (nccl-tests' headers are comments).
+bool is_deepspeed_comms_log(const std::string& text) {
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    const auto first = line.find_first_not_of(" \t");
+    if (first == std::string::npos || line[first] == '#') continue;
+    const auto at = line.find("comm op: ");
+    if (at != std::string::npos && line.find("time (ms): ", at) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// "comm op:" lines of one DeepSpeed operation family, one sample per size: the median of its calls' times (the log
+// times each call on its own, waits for late peers included: the median keeps the transfers').
+std::vector<CollectiveSample> parse_deepspeed_comms(const std::string& text, const std::string& path,
+                                                    std::optional<graph::CollectiveOp> op, int ranks, int per_node) {
+  const std::string usage = fmt::format(
+      "a DeepSpeed comms log times every operation of every group: name the collective to read (--op {}) and its "
+      "group as FILE:RANKS or FILE:RANKS:PER_NODE",
+      op_names("|", "|"));
+  if (!op || ranks < 2) throw core::ConfigError({path, 1, 1}, "", usage);
+  struct Size {
+    std::vector<double> seconds;
+    int line = 0;
+  };
+  std::map<double, Size> by_size;
+  std::map<std::string, int> others;
+  std::istringstream in(text);
+  int line_no = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++line_no;
+    const auto at = line.find("comm op: ");
+    const auto first = line.find_first_not_of(" \t");
+    if (at == std::string::npos || line[first] == '#') continue;
+    const std::string rest = line.substr(at + 9);
+    const std::string name = rest.substr(0, rest.find_first_of(" |"));
+    const auto bad = [&](const std::string& what) {
+      return core::ConfigError({path, line_no, static_cast<int>(at) + 1}, "comm op",
+                               fmt::format("{} (a DeepSpeed comms logger line: comm op: NAME | time (ms): T | msg "
+                                           "size: S UNIT)",
+                                           what));
+    };
+    const auto known = std::find_if(kDeepSpeedOps.begin(), kDeepSpeedOps.end(),
+                                    [&](const DeepSpeedOp& d) { return d.name == name; });
+    if (known == kDeepSpeedOps.end() || known->op != *op) {
+      ++others[name];
+      continue;
+    }
+    const auto t = rest.find("time (ms): ");
+    const auto m = rest.find("msg size: ");
+    if (t == std::string::npos || m == std::string::npos) throw bad("a time and a message size");
+    std::istringstream tw(rest.substr(t + 11)), mw(rest.substr(m + 10));
+    double ms = 0.0, size = 0.0;
+    std::string unit;
+    if (!(tw >> ms) || !(mw >> size >> unit) || !(ms > 0.0) || !(size > 0.0)) throw bad("a positive time and size");
+    constexpr std::array<std::string_view, 5> kUnits = {"B", "KB", "MB", "GB", "TB"};
+    const auto u = std::find(kUnits.begin(), kUnits.end(), unit);
+    if (u == kUnits.end()) throw bad(fmt::format("a size in B, KB, MB, GB or TB (got '{}')", unit));
+    double bytes = std::round(size * std::pow(1024.0, static_cast<double>(u - kUnits.begin())));
+    if (known->per_rank_size) bytes *= ranks;
+    Size& at_size = by_size[bytes];
+    if (at_size.seconds.empty()) at_size.line = line_no;
+    at_size.seconds.push_back(ms * 1e-3);
+  }
+  if (by_size.empty()) {
+    std::string seen;
+    for (const auto& [n, c] : others) seen += fmt::format("{}{} x {}", seen.empty() ? "" : ", ", c, n);
+    throw core::ConfigError({path, 1, 1}, "",
+                            fmt::format("a DeepSpeed comms log line of the collective asked for ({}): {}",
+                                        graph::collective_name(*op), seen.empty() ? "none in the file" : "it has " + seen));
+  }
+  std::vector<CollectiveSample> out;
+  for (auto& [bytes, sz] : by_size) {
+    std::sort(sz.seconds.begin(), sz.seconds.end());
+    const std::size_t n = sz.seconds.size();
+    CollectiveSample s;
+    s.op = *op;
+    s.ranks = ranks;
+    s.per_node = per_node;
+    s.bytes = bytes;
+    s.seconds = n % 2 ? sz.seconds[n / 2] : 0.5 * (sz.seconds[n / 2 - 1] + sz.seconds[n / 2]);
+    s.where = fmt::format("{}:{}", path, sz.line);
+    out.push_back(s);
+  }
+  return out;
+}
+
 }  // namespace
 
 graph::CollectiveOp parse_collective_op(const std::string& name) {
@@ -224,19 +339,24 @@ graph::CollectiveOp parse_collective_op(const std::string& name) {
 }
 
 std::vector<CollectiveSample> load_collective_samples(const std::string& path, std::optional<graph::CollectiveOp> op,
-                                                     int ranks, std::vector<std::string>* skipped) {
-  return parse_collective_samples(scenario::read_text_file(path, "collective benchmark"), path, op, ranks, skipped);
+                                                     int ranks, std::vector<std::string>* skipped, int per_node) {
+  return parse_collective_samples(scenario::read_text_file(path, "collective benchmark"), path, op, ranks, skipped,
+                                  per_node);
 }
 
 std::vector<CollectiveSample> parse_collective_samples(const std::string& text, const std::string& path,
                                                        std::optional<graph::CollectiveOp> op, int ranks,
-                                                       std::vector<std::string>* skipped) {
+                                                       std::vector<std::string>* skipped, int per_node) {
+  if (is_deepspeed_comms_log(text)) return parse_deepspeed_comms(text, path, op, ranks, per_node);
   const bool csv = text.find("size(B)") != std::string::npos && text.find(',') != std::string::npos;
   if (csv && !op) {
     throw core::ConfigError({path, 1, 1}, "", "the collective of a CSV (--op all_reduce|all_gather|...): it does not say");
   }
   auto out = csv ? parse_csv(text, path, *op, ranks) : parse_nccl_tests(text, path, op, ranks, skipped);
   if (out.empty()) throw core::ConfigError({path, 1, 1}, "", "at least one measured size");
+  if (per_node > 0) {
+    for (auto& o : out) o.per_node = per_node;
+  }
   return out;
 }
 

@@ -1,8 +1,8 @@
 #pragma once
 // Collective benchmarks users already have, as calibration input: nccl-tests / rccl-tests output (their standard
 // table: size, count, type, redop, root, then time, algbw, busbw, #wrong out of place and in place; ranks from
-// the "# Rank" lines) and the same measurements as CSV (size(B), count, type, time(ns), busbw(GB/s), ...: the
-// layout of vTrain's all-reduce tables). fit_collectives() fits the named network parameters so that the
+// the "# Rank" lines), the same measurements as CSV (size(B), count, type, time(ns), busbw(GB/s), ...: the
+// layout of vTrain's all-reduce tables) and the collectives a DeepSpeed run timed (its comms logger's lines). fit_collectives() fits the named network parameters so that the
 // model's own collective cost (engine/collective_cost.hpp, with the algorithm `auto` picks) matches the
 // measured times.
 #include <array>
@@ -41,18 +41,23 @@ graph::GroupShape sample_group_shape(const core::ClusterSpec& cluster, int ranks
 /** @brief The devices the nodes of such a run hold (ranks / per_node whole nodes, or the ranks themselves). */
 long long sample_devices(const core::ClusterSpec& cluster, int ranks, int per_node);
 
-/** @brief Reads one benchmark output. Its collective: `op`, or, in nccl-tests output, the test each
- *  "# Collective test starting: NAME_perf" line names (a log of several tests gives each its own; one that
- *  contradicts `op` is an error; tests shardsim does not model, such as broadcast_perf, are skipped and listed in
- *  `skipped`). Its ranks: `ranks` > 0 (required for CSV), else each test's "# Rank" lines, and where those name
- *  more than one host, the ranks on each (per_node; uneven hosts are an error). Throws core::ConfigError naming the
- *  file and line of anything it cannot read. */
+/** @brief Reads one benchmark output: nccl-tests / rccl-tests output, a CSV of vTrain's layout, or DeepSpeed's
+ *  communication log (its comms_logger's verbose "comm op: NAME | time (ms): T | msg size: S UNIT" lines, each
+ *  size's calls taken at their median time; an all-gather's logged size is one rank's share). Its collective:
+ *  `op` (required for CSV and DeepSpeed logs), or, in nccl-tests output, the test each "# Collective test starting:
+ *  NAME_perf" line names (a log of several tests gives each its own; one that contradicts `op` is an error; tests
+ *  shardsim does not model, such as broadcast_perf, are skipped and listed in `skipped`). Its ranks: `ranks` > 0
+ *  (required for CSV and DeepSpeed logs), else each test's "# Rank" lines, and where those name more than one
+ *  host, the ranks on each (per_node; uneven hosts are an error); `per_node` > 0 places them so whatever the file
+ *  says. Throws core::ConfigError naming the file and line of anything it cannot read. */
 std::vector<CollectiveSample> load_collective_samples(const std::string& path, std::optional<graph::CollectiveOp> op,
-                                                     int ranks, std::vector<std::string>* skipped = nullptr);
+                                                     int ranks, std::vector<std::string>* skipped = nullptr,
+                                                     int per_node = 0);
 /** @brief The same on the file's `text` (named `path` in messages). */
 std::vector<CollectiveSample> parse_collective_samples(const std::string& text, const std::string& path,
                                                        std::optional<graph::CollectiveOp> op, int ranks,
-                                                       std::vector<std::string>* skipped = nullptr);
+                                                       std::vector<std::string>* skipped = nullptr,
+                                                       int per_node = 0);
 
 /** @brief The collective named as nccl-tests names its binaries: all_reduce, all_gather, reduce_scatter,
  *  alltoall, sendrecv. Throws core::ConfigError listing them. */

@@ -93,19 +93,27 @@ int calibrate_collectives(const po::variables_map& vm) {
   std::vector<validate::CollectiveSample> samples;
   std::vector<std::string> skipped;
   for (const auto& spec : vm["collectives"].as<std::vector<std::string>>()) {
-    // FILE or FILE:RANKS
+    // FILE, FILE:RANKS or FILE:RANKS:PER_NODE
     std::string file = spec;
-    int ranks = 0;
-    const auto colon = spec.rfind(':');
-    if (colon != std::string::npos && colon + 1 < spec.size() &&
-        spec.find_first_not_of("0123456789", colon + 1) == std::string::npos) {
-      file = spec.substr(0, colon);
-      ranks = std::stoi(spec.substr(colon + 1));
+    std::vector<int> numbers;
+    for (int k = 0; k < 2; ++k) {
+      const auto colon = file.rfind(':');
+      if (colon == std::string::npos || colon + 1 >= file.size() ||
+          file.find_first_not_of("0123456789", colon + 1) != std::string::npos || file.size() - colon > 7) {
+        break;
+      }
+      numbers.insert(numbers.begin(), std::stoi(file.substr(colon + 1)));
+      file = file.substr(0, colon);
+    }
+    const int ranks = numbers.empty() ? 0 : numbers[0];
+    const int per_node = numbers.size() > 1 ? numbers[1] : 0;
+    if (per_node > 0 && ranks % per_node != 0) {
+      throw UsageError(fmt::format("--collectives {}: {} ranks are not {} on each of whole nodes", spec, ranks, per_node));
     }
     // A file with a `# shardsim:` line says its collective, ranks, what it forced and its role itself.
     auto more = ranks == 0 && validate::has_collective_tag(file)
                     ? validate::tagged_samples(validate::load_collective_check(file))
-                    : validate::load_collective_samples(file, op, ranks, &skipped);
+                    : validate::load_collective_samples(file, op, ranks, &skipped, per_node);
     samples.insert(samples.end(), more.begin(), more.end());
   }
   // What was read, test by test: the collective, sizes, ranks and their placement, the GPU the run names.
@@ -188,7 +196,8 @@ int cmd_calibrate(const std::vector<std::string>& args) {
       "output,o", po::value<std::string>(), "write the calibration here (for shardsim run --calibration)")(
       "parameters", po::value<std::string>(), "list the parameters a calibration may fit for this scenario's machine")(
       "collectives", po::value<std::vector<std::string>>()->multitoken(),
-      "collective benchmarks (nccl-tests / rccl-tests output, or CSV as FILE:RANKS) to fit network parameters to")(
+      "collective benchmarks to fit network parameters to: nccl-tests / rccl-tests output, CSV as FILE:RANKS, or a "
+      "DeepSpeed comms log as FILE:RANKS (with --op; FILE:RANKS:PER_NODE places the group's ranks so many to a node)")(
       "op", po::value<std::string>(),
       "the benchmarks' collective: all_reduce, all_gather, reduce_scatter, alltoall, sendrecv, broadcast (nccl-tests output "
       "names its own tests; a CSV needs it)")(

@@ -3,6 +3,7 @@
 // pinned at its current figure so that any move is seen); the error bands that `run` quotes are current;
 // outputs are deterministic; bad sets exit with 2 and name the line; a fit through the CLI recovers the value
 // the runs were made with.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -512,6 +513,37 @@ TEST(Calibrate, CollectivesFromALogOfSeveralTests) {
   EXPECT_NE(r.out.find("reduce_perf (shardsim models"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("12 samples on dgx-h100 (12 fitted"), std::string::npos) << r.out;
   EXPECT_EQ(run("calibrate --collectives '" + file + "' --op all_reduce --cluster dgx-h100 --fit network.infiniband.bandwidth").code, 2);
+  fs::remove_all(d);
+}
+
+// What a DeepSpeed run's comms logger timed fits a network too: the lines of the collective named (--op), one sample
+// per size at the median of its calls, the group as the user says it (FILE:RANKS:PER_NODE: 2 ranks, one per node,
+// here the 2-replica data-parallel all-reduces of a LUMI-G run of 2023, 4.77 GB/s per GCD of each NIC's two GCDs).
+TEST(Calibrate, CollectivesFromADeepSpeedCommsLog) {
+  const fs::path d = temp_dir("calibrate-ds");
+  std::string log;
+  for (const double ms : {614.47, 613.98, 618.07, 1287.0}) {
+    log += fmt::format("  0: [2023-06-10 09:44:34,814] [INFO] [logging.py:75:log_dist] [Rank 0] rank=0 | comm op: "
+                       "all_reduce | time (ms): {:.2f} | msg size: 2.73 GB | algbw (Gbps): 76.26  | busbw (Gbps): 75.66 \n"
+                       "  0: [2023-06-10 09:44:35,930] [INFO] [logging.py:75:log_dist] [Rank 0] rank=0 | comm op: send | "
+                       "time (ms): 2.47 | msg size: 14.0 MB | algbw (Gbps): 47.52  | busbw (Gbps): 47.52 \n",
+                       ms);
+  }
+  std::ofstream(d / "ds.out") << log;
+  const std::string file = (d / "ds.out").string();
+  const Outcome r = run("calibrate --collectives '" + file + ":2:1' --op all_reduce --cluster frontier "
+                        "--fit network.slingshot.bandwidth");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("ds.out: 1 x all-reduce, 2 ranks (1 per node)"), std::string::npos) << r.out;
+  const auto at = r.out.find("network.slingshot.bandwidth     24.72GB/s");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("9.5", at), std::string::npos) << r.out;  // 2 x 2.73 GiB / 0.616 s: each NIC's two GCDs
+  // The log names no collective and no group: both are the user's to give; a placement that does not divide is refused.
+  EXPECT_EQ(run("calibrate --collectives '" + file + ":2:1' --cluster frontier --fit network.slingshot.bandwidth").code, 2);
+  EXPECT_EQ(run("calibrate --collectives '" + file + "' --op all_reduce --cluster frontier "
+                "--fit network.slingshot.bandwidth").code, 2);
+  EXPECT_EQ(run("calibrate --collectives '" + file + ":3:2' --op all_reduce --cluster frontier "
+                "--fit network.slingshot.bandwidth").code, 2);
   fs::remove_all(d);
 }
 

@@ -4,8 +4,10 @@
 #include "validate/collective_runs.hpp"
 #include "validate/collective_checks.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -129,6 +131,56 @@ TEST(CollectiveRuns, ReadsALogOfSeveralTestsWithTheirPlacement) {
   EXPECT_THROW((void)parse_collective_samples(bare, "b.txt", std::nullopt, 0), core::ConfigError);
   EXPECT_THROW((void)parse_collective_samples("size(B),count,type,time(ns)\n1,1,float,10\n", "c.csv", std::nullopt, 8),
                core::ConfigError);
+}
+
+// DeepSpeed's comms logger times every operation of the run: its lines of the collective asked for become one sample
+// per size at the median of that size's calls, sizes in DeepSpeed's 1024-based units, an all-gather's logged input
+// (one rank's share) scaled to the full output; the group (ranks, per node) is the user's to say, the log does not.
+TEST(CollectiveRuns, ReadsDeepSpeedCommsLogs) {
+  auto line = [](const std::string& op, double ms, const std::string& size) {
+    return fmt::format("  0: [2023-06-10 09:44:34,814] [INFO] [logging.py:75:log_dist] [Rank 0] rank=0 | comm op: {} | "
+                       "time (ms): {:.2f} | msg size: {} | algbw (Gbps): 1.00  | busbw (Gbps): 1.00 \n",
+                       op, ms, size);
+  };
+  const std::string log = "  0: iteration 2 | elapsed time per iteration (s): 346.58\n" + line("broadcast", 0.2, "28.0 KB") +
+                          line("all_reduce", 77.88, "350.0 MB") + line("all_reduce", 614.47, "2.73 GB") +
+                          line("all_gather", 1.19, "14.0 MB") + line("all_reduce", 613.98, "2.73 GB") +
+                          line("all_reduce | [Caller Func: allreduce_bucket]", 0.5, "1.0 KB") +
+                          line("all_reduce", 618.07, "2.73 GB") + line("all_reduce", 1300.0, "2.73 GB");
+  const auto ar = parse_collective_samples(log, "ds.log", graph::CollectiveOp::kAllReduce, 2, nullptr, 1);
+  ASSERT_EQ(ar.size(), 3u);  // by size: 1 KiB, 350 MiB, 2.73 GiB
+  EXPECT_DOUBLE_EQ(ar[0].bytes, 1024.0);
+  EXPECT_DOUBLE_EQ(ar[0].seconds, 0.5e-3);
+  EXPECT_DOUBLE_EQ(ar[1].bytes, 350.0 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(ar[2].bytes, std::round(2.73 * 1024 * 1024 * 1024));
+  EXPECT_NEAR(ar[2].seconds, 0.5 * (614.47 + 618.07) * 1e-3, 1e-12);  // the median of four, a late call among them
+  EXPECT_EQ(ar[2].where, "ds.log:4");
+  for (const auto& a : ar) {
+    EXPECT_EQ(a.ranks, 2);
+    EXPECT_EQ(a.per_node, 1);
+    EXPECT_EQ(a.op, graph::CollectiveOp::kAllReduce);
+  }
+  const auto ag = parse_collective_samples(log, "ds.log", graph::CollectiveOp::kAllGather, 8);
+  ASSERT_EQ(ag.size(), 1u);
+  EXPECT_DOUBLE_EQ(ag[0].bytes, 8 * 14.0 * 1024 * 1024);
+  EXPECT_EQ(ag[0].per_node, 0);
+  // The log does not say which collective or group to read: both must be given; one it lacks names what it has.
+  EXPECT_THROW((void)parse_collective_samples(log, "ds.log", std::nullopt, 2), core::ConfigError);
+  EXPECT_THROW((void)parse_collective_samples(log, "ds.log", graph::CollectiveOp::kAllReduce, 0), core::ConfigError);
+  try {
+    (void)parse_collective_samples(log, "ds.log", graph::CollectiveOp::kReduceScatter, 2);
+    ADD_FAILURE() << "no reduce-scatter in the log";
+  } catch (const core::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("6 x all_reduce"), std::string::npos) << e.what();
+  }
+  // A line it cannot read is named by its line.
+  try {
+    (void)parse_collective_samples(line("all_reduce", 1.0, "3.0 QB"), "bad.log", graph::CollectiveOp::kAllReduce, 2);
+    ADD_FAILURE() << "an unknown unit";
+  } catch (const core::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.log:1"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'QB'"), std::string::npos) << e.what();
+  }
 }
 
 // Fitting a network to a run placed one rank per node: the fit lays its group out over as many nodes as the run
