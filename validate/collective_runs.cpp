@@ -304,6 +304,7 @@ std::vector<CollectiveSample> parse_deepspeed_comms(const std::string& text, con
     if (u == kUnits.end()) throw bad(fmt::format("a size in B, KB, MB, GB or TB (got '{}')", unit));
     double bytes = std::round(size * std::pow(1024.0, static_cast<double>(u - kUnits.begin())));
     if (known->per_rank_size) bytes *= ranks;
+    if (!std::isfinite(bytes) || !std::isfinite(ms)) throw bad("a finite time and size");
     Size& at_size = by_size[bytes];
     if (at_size.seconds.empty()) at_size.line = line_no;
     at_size.seconds.push_back(ms * 1e-3);
