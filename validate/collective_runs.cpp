@@ -298,7 +298,8 @@ std::vector<CollectiveSample> parse_deepspeed_comms(const std::string& text, con
     std::istringstream tw(rest.substr(t + 11)), mw(rest.substr(m + 10));
     double ms = 0.0, size = 0.0;
     std::string unit;
-    if (!(tw >> ms) || !(mw >> size >> unit) || !(ms > 0.0) || !(size > 0.0)) throw bad("a positive time and size");
+    if (!(tw >> ms) || !(mw >> size >> unit) || !(ms >= 0.0) || !(size >= 0.0)) throw bad("a time and a size");
+    if (size == 0.0 || ms == 0.0) continue;  // nothing moved (DeepSpeed prints "0B"), or nothing to time
     constexpr std::array<std::string_view, 5> kUnits = {"B", "KB", "MB", "GB", "TB"};
     const auto u = std::find(kUnits.begin(), kUnits.end(), unit);
     if (u == kUnits.end()) throw bad(fmt::format("a size in B, KB, MB, GB or TB (got '{}')", unit));
