@@ -221,13 +221,13 @@ std::vector<CollectiveSample> parse_csv(const std::string& text, const std::stri
 // NAME followed by " | [Caller Func: F]" under debug, S to two decimals of 1024-based units (convert_size). Its size
 // is the tensor DeepSpeed's wrapper names (comm/utils.py get_msg_size_from_args): an all-gather's input, one rank's
 // share, so the full output is S x ranks; a reduce-scatter's and an all-reduce's full input; a message's whole.
-// DeepSpeed's names for the collectives shardsim models; the all-gathers' size is one rank's share.
+// DeepSpeed's names for the collectives shardsim models, and whether the logged size is one rank's share.
 struct DeepSpeedOp {
   std::string_view name;
   graph::CollectiveOp op;
   bool per_rank_size;
 };
-constexpr std::array<DeepSpeedOp, 14> kDeepSpeedOps = {{
+constexpr std::array<DeepSpeedOp, 15> kDeepSpeedOps = {{
     {"all_reduce", graph::CollectiveOp::kAllReduce, false},
     {"all_reduce_coalesced", graph::CollectiveOp::kAllReduce, false},
     {"inference_all_reduce", graph::CollectiveOp::kAllReduce, false},
@@ -242,6 +242,7 @@ constexpr std::array<DeepSpeedOp, 14> kDeepSpeedOps = {{
     {"recv", graph::CollectiveOp::kSendRecv, false},
     {"isend", graph::CollectiveOp::kSendRecv, false},
     {"irecv", graph::CollectiveOp::kSendRecv, false},
+    {"broadcast", graph::CollectiveOp::kBroadcast, false},
 }};
 
 // Whether a line outside comments has the logger's "comm op: ... time (ms): " (nccl-tests' headers are comments).
