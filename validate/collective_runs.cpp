@@ -245,7 +245,31 @@ constexpr std::array<DeepSpeedOp, 15> kDeepSpeedOps = {{
     {"broadcast", graph::CollectiveOp::kBroadcast, false},
 }};
 
-// Whether a line outside comments has the logger's "comm op: ... time (ms): " (nccl-tests' headers are comments).
+// A line's words, without a launcher's rank label ("0:", as srun --label and torchrun's tee prefix them).
+std::vector<std::string> log_words(const std::string& line) {
+  std::istringstream in(line);
+  std::vector<std::string> w;
+  for (std::string x; in >> x;) w.push_back(x);
+  if (!w.empty() && w[0].size() > 1 && w[0].back() == ':' &&
+      w[0].find_first_not_of("0123456789") == w[0].size() - 1) {
+    w.erase(w.begin());
+  }
+  return w;
+}
+
+// The header of DeepSpeed's summary table (comms_logger.log_all, deepspeed.comm.log_summary): "Comm. Op  Message Size
+// Count  Total Latency(ms)  Avg Latency(ms) ..."; with show_straggler a second one, "... Total comm lat(ms)  Total
+// straggler(ms)  Avg comm lat(ms)  Avg straggler(ms)", whose times leave out the waits for the slowest rank.
+enum class SummaryKind { kNone, kPlain, kStraggler };
+SummaryKind summary_header(const std::string& line) {
+  if (line.find("Comm. Op") == std::string::npos || line.find("Message Size") == std::string::npos) {
+    return SummaryKind::kNone;
+  }
+  return line.find("Avg comm lat") != std::string::npos ? SummaryKind::kStraggler : SummaryKind::kPlain;
+}
+
+// Whether the text is DeepSpeed's: a line outside comments with the logger's "comm op: ... time (ms): ", or its
+// summary table's header (nccl-tests' headers are comments).
 bool is_deepspeed_comms_log(const std::string& text) {
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) {
@@ -253,12 +277,15 @@ bool is_deepspeed_comms_log(const std::string& text) {
     if (first == std::string::npos || line[first] == '#') continue;
     const auto at = line.find("comm op: ");
     if (at != std::string::npos && line.find("time (ms): ", at) != std::string::npos) return true;
+    if (summary_header(line) != SummaryKind::kNone) return true;
   }
   return false;
 }
 
-// "comm op:" lines of one DeepSpeed operation family, one sample per size: the median of its calls' times (the log
-// times each call on its own, waits for late peers included: the median keeps the transfers').
+// DeepSpeed's timings of one collective, one sample per size. From the summary table with straggler times where the
+// log has one (its average leaves out the waits for the slowest rank), else from the per-call "comm op:" lines (the
+// median of each size's calls: the log times waits for late peers too), else from the plain summary (its trimmed
+// mean per size).
 std::vector<CollectiveSample> parse_deepspeed_comms(const std::string& text, const std::string& path,
                                                     std::optional<graph::CollectiveOp> op, int ranks, int per_node) {
   const std::string usage = fmt::format(
@@ -270,48 +297,105 @@ std::vector<CollectiveSample> parse_deepspeed_comms(const std::string& text, con
     std::vector<double> seconds;
     int line = 0;
   };
-  std::map<double, Size> by_size;
+  // By source: 0 the straggler summary, 1 the per-call lines, 2 the plain summary.
+  std::array<std::map<double, Size>, 3> by_size;
   std::map<std::string, int> others;
-  std::istringstream in(text);
-  int line_no = 0;
-  for (std::string line; std::getline(in, line);) {
-    ++line_no;
-    const auto at = line.find("comm op: ");
-    const auto first = line.find_first_not_of(" \t");
-    if (at == std::string::npos || line[first] == '#') continue;
-    const std::string rest = line.substr(at + 9);
-    const std::string name = rest.substr(0, rest.find_first_of(" |"));
+  auto known_op = [&](const std::string& name) {
+    return std::find_if(kDeepSpeedOps.begin(), kDeepSpeedOps.end(), [&](const DeepSpeedOp& d) { return d.name == name; });
+  };
+  // A size (S UNIT) and a time in ms, read at `line_no`, into source `src` for operation `name`.
+  auto take = [&](std::size_t src, const std::string& name, const std::string& size_text, const std::string& unit,
+                  const std::string& ms_text, int line_no, int col) {
     const auto bad = [&](const std::string& what) {
-      return core::ConfigError({path, line_no, static_cast<int>(at) + 1}, "comm op",
-                               fmt::format("{} (a DeepSpeed comms logger line: comm op: NAME | time (ms): T | msg "
-                                           "size: S UNIT)",
+      return core::ConfigError({path, line_no, col}, "comm op",
+                               fmt::format("{} (DeepSpeed's comms logger: comm op: NAME | time (ms): T | msg size: S "
+                                           "UNIT, or its summary table: SIZE UNIT COUNT TOTAL AVG ...)",
                                            what));
     };
-    const auto known = std::find_if(kDeepSpeedOps.begin(), kDeepSpeedOps.end(),
-                                    [&](const DeepSpeedOp& d) { return d.name == name; });
+    const auto known = known_op(name);
     if (known == kDeepSpeedOps.end() || known->op != *op) {
       ++others[name];
-      continue;
+      return;
     }
-    const auto t = rest.find("time (ms): ");
-    const auto m = rest.find("msg size: ");
-    if (t == std::string::npos || m == std::string::npos) throw bad("a time and a message size");
-    std::istringstream tw(rest.substr(t + 11)), mw(rest.substr(m + 10));
-    double ms = 0.0, size = 0.0;
-    std::string unit;
-    if (!(tw >> ms) || !(mw >> size >> unit) || !(ms >= 0.0) || !(size >= 0.0)) throw bad("a time and a size");
-    if (size == 0.0 || ms == 0.0) continue;  // nothing moved (DeepSpeed prints "0B"), or nothing to time
+    char* end = nullptr;
+    const double size = std::strtod(size_text.c_str(), &end);
+    const bool size_ok = end != size_text.c_str();
+    std::string u = unit;
+    if (size_ok && *end != '\0') u = end;  // "0B": the unit glued to the number
+    const double ms = std::strtod(ms_text.c_str(), &end);
+    if (!size_ok || end == ms_text.c_str() || !(ms >= 0.0) || !(size >= 0.0)) throw bad("a time and a size");
+    if (size == 0.0 || ms == 0.0) return;  // nothing moved (DeepSpeed prints "0B"), or nothing to time
     constexpr std::array<std::string_view, 5> kUnits = {"B", "KB", "MB", "GB", "TB"};
-    const auto u = std::find(kUnits.begin(), kUnits.end(), unit);
-    if (u == kUnits.end()) throw bad(fmt::format("a size in B, KB, MB, GB or TB (got '{}')", unit));
-    double bytes = std::round(size * std::pow(1024.0, static_cast<double>(u - kUnits.begin())));
+    const auto k = std::find(kUnits.begin(), kUnits.end(), u);
+    if (k == kUnits.end()) throw bad(fmt::format("a size in B, KB, MB, GB or TB (got '{}')", u));
+    double bytes = std::round(size * std::pow(1024.0, static_cast<double>(k - kUnits.begin())));
     if (known->per_rank_size) bytes *= ranks;
     if (!std::isfinite(bytes) || !std::isfinite(ms)) throw bad("a finite time and size");
-    Size& at_size = by_size[bytes];
+    Size& at_size = by_size[src][bytes];
     if (at_size.seconds.empty()) at_size.line = line_no;
     at_size.seconds.push_back(ms * 1e-3);
+  };
+  std::istringstream in(text);
+  int line_no = 0;
+  SummaryKind table = SummaryKind::kNone;
+  std::string table_op;
+  for (std::string line; std::getline(in, line);) {
+    ++line_no;
+    const auto first = line.find_first_not_of(" \t");
+    if (first == std::string::npos) {
+      table = SummaryKind::kNone;
+      continue;
+    }
+    if (line[first] == '#') continue;
+    if (const auto at = line.find("comm op: "); at != std::string::npos) {
+      const std::string rest = line.substr(at + 9);
+      const std::string name = rest.substr(0, rest.find_first_of(" |"));
+      const auto t = rest.find("time (ms): ");
+      const auto m = rest.find("msg size: ");
+      if (known_op(name) != kDeepSpeedOps.end() && known_op(name)->op == *op &&
+          (t == std::string::npos || m == std::string::npos)) {
+        throw core::ConfigError({path, line_no, static_cast<int>(at) + 1}, "comm op",
+                                "a time and a message size (DeepSpeed's comms logger: comm op: NAME | time (ms): T | "
+                                "msg size: S UNIT)");
+      }
+      if (t == std::string::npos || m == std::string::npos) {
+        ++others[name];
+        continue;
+      }
+      std::istringstream mw(rest.substr(m + 10));
+      std::string size_text, unit;
+      mw >> size_text >> unit;
+      std::istringstream tw(rest.substr(t + 11));
+      std::string ms_text;
+      tw >> ms_text;
+      take(1, name, size_text, unit, ms_text, line_no, static_cast<int>(at) + 1);
+      continue;
+    }
+    if (const SummaryKind k = summary_header(line); k != SummaryKind::kNone) {
+      table = k;
+      table_op.clear();
+      continue;
+    }
+    if (table == SummaryKind::kNone) continue;
+    const std::vector<std::string> w = log_words(line);
+    if (w.empty() || w[0].starts_with("___") || w[0].starts_with("---")) continue;
+    if (w[0] == "Breakdown") {  // "Breakdown with straggler effect": the straggler table's header follows
+      table = SummaryKind::kNone;
+      continue;
+    }
+    if (!is_number(w[0]) && !(w[0].size() > 1 && w[0].ends_with('B') && is_number(w[0].substr(0, w[0].size() - 1)))) {
+      table_op = w[0];  // an operation's name (under debug followed by " | [Caller Func: F]"): its sizes follow
+      continue;
+    }
+    // SIZE UNIT COUNT TOTAL AVG ... (the straggler table: SIZE UNIT COUNT TOTAL STRAGGLER AVG ...), the unit glued
+    // to the size where it is "0B".
+    const bool glued = !is_number(w[0]);
+    const std::size_t avg = (table == SummaryKind::kStraggler ? 5 : 4) - (glued ? 1 : 0);
+    if (w.size() <= avg || table_op.empty()) continue;
+    take(table == SummaryKind::kStraggler ? 0 : 2, table_op, w[0], glued ? "" : w[1], w[avg], line_no, 1);
   }
-  if (by_size.empty()) {
+  const std::size_t src = !by_size[0].empty() ? 0 : !by_size[1].empty() ? 1 : 2;
+  if (by_size[src].empty()) {
     std::string seen;
     for (const auto& [n, c] : others) seen += fmt::format("{}{} x {}", seen.empty() ? "" : ", ", c, n);
     throw core::ConfigError({path, 1, 1}, "",
@@ -319,7 +403,7 @@ std::vector<CollectiveSample> parse_deepspeed_comms(const std::string& text, con
                                         graph::collective_name(*op), seen.empty() ? "none in the file" : "it has " + seen));
   }
   std::vector<CollectiveSample> out;
-  for (auto& [bytes, sz] : by_size) {
+  for (auto& [bytes, sz] : by_size[src]) {
     std::sort(sz.seconds.begin(), sz.seconds.end());
     const std::size_t n = sz.seconds.size();
     CollectiveSample s;

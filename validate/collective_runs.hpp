@@ -43,7 +43,8 @@ long long sample_devices(const core::ClusterSpec& cluster, int ranks, int per_no
 
 /** @brief Reads one benchmark output: nccl-tests / rccl-tests output, a CSV of vTrain's layout, or DeepSpeed's
  *  communication log (its comms_logger's verbose "comm op: NAME | time (ms): T | msg size: S UNIT" lines, each
- *  size's calls taken at their median time; an all-gather's logged size is one rank's share). Its collective:
+ *  size's calls taken at their median time, or its summary table's averages, the straggler table's where there is
+ *  one; an all-gather's logged size is one rank's share). Its collective:
  *  `op` (required for CSV and DeepSpeed logs), or, in nccl-tests output, the test each "# Collective test starting:
  *  NAME_perf" line names (a log of several tests gives each its own; one that contradicts `op` is an error; tests
  *  shardsim does not model, such as broadcast_perf, are skipped and listed in `skipped`). Its ranks: `ranks` > 0

@@ -184,6 +184,40 @@ TEST(CollectiveRuns, ReadsDeepSpeedCommsLogs) {
   }
 }
 
+// DeepSpeed's summary table (deepspeed.comm.log_summary): an average per operation and size; with show_straggler a
+// second table whose average leaves out the waits for the slowest rank, which is taken where it has the size. A
+// launcher's rank label ("0:") before each line is read through.
+TEST(CollectiveRuns, ReadsDeepSpeedCommsSummaries) {
+  auto pad = [](const std::vector<std::string>& cols) {
+    std::string o;
+    for (const auto& c : cols) o += fmt::format("{:<20}", c);
+    return o + "\n";
+  };
+  const std::string plain = "0: " + pad({"Comm. Op", "Message Size", "Count", "Total Latency(ms)", "Avg Latency(ms)",
+                                         "tput_avg (Gbps)", "busbw_avg (Gbps)"}) +
+                            "0: all_reduce\n" + "0: " + pad({"", "4.0 B", "40", "1600.00", "40.00", "0.00", "0.00"}) +
+                            "0: " + pad({"", "2.73 GB", "40", "45678.12", "1143.88", "41.19", "39.90"}) +
+                            "0: all_gather\n" + "0: " + pad({"", "14.0 MB", "1296", "1555.20", "1.20", "2594.25", "2513.18"});
+  const std::string straggler =
+      "0: _______________________________\n0: Breakdown with straggler effect\n0: -------------------------------\n0: " +
+      pad({"Comm. Op", "Message Size", "Count", "Total comm lat(ms)", "Total straggler(ms)", "Avg comm lat(ms)",
+           "Avg straggler(ms)"}) +
+      "0: all_reduce\n" + "0: " + pad({"", "2.73 GB", "40", "44000.00", "1678.12", "1100.00", "41.95"});
+  const auto p = parse_collective_samples(plain, "sum.log", graph::CollectiveOp::kAllReduce, 32, nullptr, 1);
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_DOUBLE_EQ(p[0].bytes, 4.0);
+  EXPECT_DOUBLE_EQ(p[1].seconds, 1.14388);
+  EXPECT_EQ(p[1].per_node, 1);
+  const auto both = parse_collective_samples(plain + straggler, "sum.log", graph::CollectiveOp::kAllReduce, 32);
+  ASSERT_EQ(both.size(), 1u);  // the straggler table's sizes only
+  EXPECT_DOUBLE_EQ(both[0].seconds, 1.1);
+  EXPECT_EQ(both[0].where, "sum.log:12");
+  const auto ag = parse_collective_samples(plain + straggler, "sum.log", graph::CollectiveOp::kAllGather, 8);
+  ASSERT_EQ(ag.size(), 1u);
+  EXPECT_DOUBLE_EQ(ag[0].bytes, 8 * 14.0 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(ag[0].seconds, 1.2e-3);
+}
+
 // Fitting a network to a run placed one rank per node: the fit lays its group out over as many nodes as the run
 // (2 ranks, 2 nodes: the network, not the NVSwitch), and recovers the network's bandwidth from the run's times.
 TEST(CollectiveRuns, AFitTakesTheRunsPlacement) {
