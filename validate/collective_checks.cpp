@@ -235,8 +235,8 @@ nlohmann::json collective_checks_to_json(const std::vector<CollectiveCheck>& che
 
 std::string render_collective_checks(const std::vector<CollectiveCheck>& checks, bool rows) {
   std::string o =
-      "collective benchmarks: published nccl-tests runs against the collective library model (fit: a preset's network "
-      "was fitted to it; check: held out)\n";
+      "collective benchmarks: published nccl-tests runs and logged collectives against the collective library model "
+      "(fit: a machine's network was fitted to it; check: held out)\n";
   o += fmt::format("  {:<38} {:<11} {:<5} {:>6} {:>5}  {:>9}  {:>9}  {:>8}\n", "file", "cluster", "role", "ranks", "rows",
                    "mean|err|", "max|err|", "bias");
   std::string detail;
