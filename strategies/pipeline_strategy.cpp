@@ -234,8 +234,8 @@ void PipelineStrategy::lower(const LoweringInput& in, graph::TaskGraph& g) const
     const auto& after = last_gpu[static_cast<std::size_t>(s)];
     if (!bf16_optimizer || dp <= 1 || !after) return;
     late_reductions[static_cast<std::size_t>(s)] = add_fallback_all_reduce(
-        g, static_cast<std::uint16_t>(s), dp_group, stage_params[static_cast<std::size_t>(s)], gb,
-        gradient_wire_bytes(model, plan), *after, m - 1);
+        g, static_cast<std::uint16_t>(s), dp_group, stage_params[static_cast<std::size_t>(s)], gb, wire_gb, *after,
+        m - 1);
   };
 
   // DeepSpeed's pipeline engine and Megatron-LM take the gradient norm over the whole model (for clipping and the

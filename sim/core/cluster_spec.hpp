@@ -264,11 +264,12 @@ inline constexpr double kFittedA100AttentionBackward = 0.2682;
 /// 90% of each iteration): `shardsim calibrate --set lumi-megatron --fit device.gemm_efficiency` (0.459 +- 0.008; the
 /// four runs 20.6% -> 2.2% mean error; the test DeviceFit.Mi250xGemmIsTheFitToLumiMegatron refits it). Held out: the
 /// 175B on 256-2,048 GCDs and the 33B on 256 (lumi-megatron-scaling, 25.6% -> 4.2%), GPT-NeoX 6.7B with ZeRO-1 in
-/// fp16 on one node (lumi-gpt-neox, -29.0% -> -10.9%). The runs' network is the 2023 stack's as their own logs time it
-/// (validate/data/collectives/machines/lumi-g-2023.yaml); refitted when it was (0.4577 at the 2024 RCCL's rate). It had been guessed at 0.60 from published best-case torch.mm
-/// on one GCD (147 TFLOP/s, ROCm 6.2: stas00/ml-engineering@37d41a74 compute/accelerator/README.md); Megatron's 2023
-/// stack on ROCm 5.x reached 70-72 TFLOP/s per GCD with recomputation counted, as Dash et al. report for Frontier
-/// (38% of peak for 22B, arXiv 2312.12705). Newer ROCm and hipBLASLt may reach more: `shardsim calibrate` on a
+/// fp16 on one node (lumi-gpt-neox, -29.0% -> -10.9%). The runs' network is the 2023 stack's as their own logs time
+/// it (validate/data/collectives/machines/lumi-g-2023.yaml); refitted when it was (0.4577 at the 2024 RCCL's rate).
+/// It had been guessed at 0.60 from published best-case torch.mm on one GCD (147 TFLOP/s, ROCm 6.2:
+/// stas00/ml-engineering@37d41a74 compute/accelerator/README.md); Megatron's 2023 stack on ROCm 5.x reached 70-72
+/// TFLOP/s per GCD with recomputation counted, as Dash et al. report for Frontier (38% of peak for 22B, arXiv
+/// 2312.12705). Newer ROCm and hipBLASLt may reach more: `shardsim calibrate` on a
 /// user's runs replaces it.
 inline constexpr double kFittedMi250xGemmEfficiency = 0.4593;
 
